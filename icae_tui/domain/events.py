@@ -1,0 +1,164 @@
+"""Typed run events. Every event carries run id, sequence number and timestamp.
+
+The orchestrator publishes them; displays (console, headless printer) and the store consume
+them. `parse_event` turns a stored JSON payload back into the right class.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from icae_tui.domain.results import CaseResult, Score
+
+
+class Event(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = ""
+    seq: int = 0
+    ts: float = Field(default_factory=time.time)
+
+
+class RunStarted(Event):
+    kind: Literal["run_started"] = "run_started"
+    task_id: str
+    task_title: str
+    agent: str
+    level: str
+    responder: str
+    budget: int
+    prd: str
+
+
+class PhaseChanged(Event):
+    """prepare → generate → freeze → build → evaluate → score."""
+
+    kind: Literal["phase"] = "phase"
+    phase: str
+    detail: str = ""
+
+
+class Progress(Event):
+    """Free-form progress (image builds, container work) for status lines."""
+
+    kind: Literal["progress"] = "progress"
+    message: str
+
+
+class AgentSaid(Event):
+    kind: Literal["agent_said"] = "agent_said"
+    text: str
+
+
+class AgentWrote(Event):
+    kind: Literal["agent_wrote"] = "agent_wrote"
+    path: str
+    size: int
+
+
+class AgentCommand(Event):
+    kind: Literal["agent_command"] = "agent_command"
+    command: str
+
+
+class AgentOutput(Event):
+    """A chunk of a command's output, decoded with replacement; displays must escape it."""
+
+    kind: Literal["agent_output"] = "agent_output"
+    stream: Literal["stdout", "stderr"]
+    text: str
+
+
+class AgentCommandDone(Event):
+    kind: Literal["agent_command_done"] = "agent_command_done"
+    command: str
+    exit_code: int | None
+    duration_s: float
+    timed_out: bool = False
+
+
+class QuestionAsked(Event):
+    kind: Literal["question"] = "question"
+    question_id: int
+    text: str
+    remaining_before: int
+
+
+class QuestionAnswered(Event):
+    kind: Literal["answer"] = "answer"
+    question_id: int
+    text: str
+    record_ids: list[str] = Field(default_factory=list)
+    scores: dict[str, float] = Field(default_factory=dict)
+    fallback: bool = False
+    over_budget: bool = False
+    responder: str = "simulated"
+    remaining: int = 0
+    latency_s: float = 0.0
+
+
+class AgentSubmitted(Event):
+    kind: Literal["agent_submitted"] = "agent_submitted"
+    message: str
+
+
+class BuildChecked(Event):
+    kind: Literal["build"] = "build"
+    ok: bool
+    exit_code: int | None
+    reason: str
+    stdout: str = ""
+    stderr: str = ""
+
+
+class CasesPlanned(Event):
+    kind: Literal["cases_planned"] = "cases_planned"
+    case_ids: list[str]
+
+
+class CaseFinished(Event):
+    kind: Literal["case"] = "case"
+    result: CaseResult
+
+
+class ScoreUpdated(Event):
+    kind: Literal["score"] = "score"
+    score: Score
+
+
+class RunFinished(Event):
+    kind: Literal["run_finished"] = "run_finished"
+    status: Literal["completed", "failed", "cancelled"]
+    score: Score | None = None
+    error: str = ""
+    report_path: str = ""
+
+
+AnyEvent = Annotated[
+    RunStarted
+    | PhaseChanged
+    | Progress
+    | AgentSaid
+    | AgentWrote
+    | AgentCommand
+    | AgentOutput
+    | AgentCommandDone
+    | QuestionAsked
+    | QuestionAnswered
+    | AgentSubmitted
+    | BuildChecked
+    | CasesPlanned
+    | CaseFinished
+    | ScoreUpdated
+    | RunFinished,
+    Field(discriminator="kind"),
+]
+
+_adapter: TypeAdapter[Any] = TypeAdapter(AnyEvent)
+
+
+def parse_event(payload: str | bytes) -> Event:
+    return _adapter.validate_json(payload)

@@ -1,0 +1,87 @@
+"""Results of the differential evaluation: per side, per case, and the aggregate score."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Verdict(StrEnum):
+    ACCEPTED = "accepted"
+    WRONG_ANSWER = "wrong_answer"
+    SIDE_EFFECTS = "side_effects"
+    RUNTIME_ERROR = "runtime_error"
+    TIME_LIMIT = "time_limit"
+    BUILD_ERROR = "build_error"
+    ORACLE_ERROR = "oracle_error"
+
+
+class FileChange(BaseModel):
+    """One path that a case changed, relative to the case's work directory."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    change: Literal["added", "modified", "deleted"]
+    type: Literal["file", "dir", "link", "other"] = "file"
+    sha256: str = ""
+    size: int = 0
+    target: str = ""
+
+
+class SideRun(BaseModel):
+    """What one side (oracle or delivery) did for one case."""
+
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+    timed_out: bool = False
+    duration_s: float = 0.0
+    changes: list[FileChange] = Field(default_factory=list)
+
+
+class CaseResult(BaseModel):
+    case_id: str
+    split: str
+    pattern: str
+    command: str
+    verdict: Verdict
+    reason: str
+    exec_ok: bool = False
+    sp: bool = False
+    em: bool = False
+    fm: bool = False
+    fm_score: float = 0.0
+    passed: bool = False
+    oracle: SideRun | None = None
+    delivery: SideRun | None = None
+
+
+class SplitScore(BaseModel):
+    total: int = 0
+    passed: int = 0
+    macro: float = 0.0  # mean over command patterns of the per-pattern pass rate
+
+    @property
+    def rate(self) -> float:
+        return self.passed / self.total if self.total else 0.0
+
+
+class Score(BaseModel):
+    """Overall = passed / total over hidden + enhanced (ICAE); public reported apart."""
+
+    build_ok: bool = True
+    done: int = 0
+    planned: int = 0
+    overall: float = 0.0
+    macro: float = 0.0
+    by_split: dict[str, SplitScore] = Field(default_factory=dict)
+    exec_rate: float = 0.0
+    sp_rate: float = 0.0
+    em_rate: float = 0.0
+    fm_rate: float = 0.0
+    public_minus_hidden: float | None = None

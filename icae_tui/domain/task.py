@@ -1,0 +1,187 @@
+"""Task format v1: pure pydantic models, no I/O (the catalog reads files).
+
+A task folder holds `task.toml` (TaskSpec), `prd/<level>.md`, `user_agent/<level>.json`
+(UserAgentData, ICAE's `oracle_data` shape), `cases/{public,hidden,enhanced}/*.json`
+(CaseFile, ICAE's shape plus optional CLI-Tool-Bench fields), `oracle/` and `solutions/`.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class Level(StrEnum):
+    L1 = "L1"
+    L2 = "L2"
+    L3 = "L3"
+    GROUND = "ground"
+
+
+class Split(StrEnum):
+    PUBLIC = "public"
+    HIDDEN = "hidden"
+    ENHANCED = "enhanced"
+
+
+class Strict(BaseModel):
+    """Unknown keys are errors: a typo in a task file must not pass silently."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --- task.toml -------------------------------------------------------------------------
+
+
+class ImageRecipe(Strict):
+    base: str = "icae-base:bookworm"
+    setup: list[str] = Field(default_factory=list, description="run as root while building")
+
+
+class Interface(Strict):
+    """How cases reach the program under test.
+
+    `dispatcher`: a case's `input` is one JSON object written to the tool's stdin.
+    `command`: a case's `command` is a shell line that calls `tool` with arguments.
+    Either way `tool` is a command on PATH in the evaluation containers.
+    """
+
+    kind: Literal["dispatcher", "command"]
+    tool: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,31}$")
+
+
+class OracleSpec(Strict):
+    install: list[str] = Field(default_factory=list, description="run after oracle/ is copied")
+    entry: str = Field(description="shell command that starts the golden tool")
+    path: str = "/opt/oracle"
+
+
+class DeliverySpec(Strict):
+    workspace: str = "/workspace"
+    entry: str = Field(description="shell command that starts the delivered tool")
+    build: str = Field(description="build gate: must exit 0 in a fresh delivery container")
+
+
+class CaseDefaults(Strict):
+    timeout_s: float = Field(default=10.0, gt=0, le=600)
+    workdir: str = "/data"
+    fm_threshold: float = Field(default=0.8, ge=0, le=1)
+
+
+class TaskSpec(Strict):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
+    title: str
+    language: str
+    summary: str = ""
+    budget: int = Field(default=16, ge=0, le=200)
+    image: ImageRecipe = Field(default_factory=ImageRecipe)
+    interface: Interface
+    oracle: OracleSpec
+    delivery: DeliverySpec
+    cases: CaseDefaults = Field(default_factory=CaseDefaults)
+
+
+# --- user_agent/<level>.json (ICAE oracle_data) ---------------------------------------
+
+
+class HiddenConstraint(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    constraint_id: str
+    trigger_keywords: list[str] = Field(min_length=1)
+    oracle_response: str
+
+    @property
+    def generic(self) -> bool:
+        """ARCH…, HARNESS… and TC_… records are generic, not task constraints."""
+        return self.constraint_id.startswith(("ARCH", "HARNESS", "TC_"))
+
+
+class ContextPointer(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    vague_reference: str
+    actual_meaning: str
+
+
+class OracleData(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    task_id: str = ""
+    golden_api_signature: str = ""
+    hidden_constraints: list[HiddenConstraint] = Field(default_factory=list)
+    context_pointers: list[ContextPointer] = Field(default_factory=list)
+    fallback_response: str
+
+
+class UserAgentData(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    fuzzy_prd: str = ""
+    oracle_data: OracleData
+
+
+# --- cases/<split>/*.json ---------------------------------------------------------------
+
+
+class Case(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: Any = None
+    expected_output: str = ""
+    command: str | None = None
+    pattern: str | None = None
+    files: dict[str, str] = Field(default_factory=dict)
+    prep: str | None = None
+    timeout_s: float | None = Field(default=None, gt=0, le=600)
+
+    @field_validator("files")
+    @classmethod
+    def _relative_paths(cls, files: dict[str, str]) -> dict[str, str]:
+        for path in files:
+            parts = path.split("/")
+            if path.startswith("/") or ".." in parts or not path:
+                raise ValueError(f"fixture path must be relative and stay inside: {path!r}")
+        return files
+
+
+class CaseFile(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    description: str = ""
+    cases: list[Case] = Field(min_length=1)
+
+
+class CaseRef(Strict):
+    """One case with its identity: `<split>/<stem>#<index>`."""
+
+    split: Split
+    stem: str
+    index: int
+    case: Case
+    pattern: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.split.value}/{self.stem}#{self.index}"
+
+
+# --- the loaded task ---------------------------------------------------------------------
+
+
+class Task(Strict):
+    spec: TaskSpec
+    root: str
+    prd: dict[Level, str]
+    user_agent: dict[Level, UserAgentData]
+    cases: list[CaseRef]
+    solutions: list[str] = Field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    def cases_in(self, *splits: Split) -> list[CaseRef]:
+        return [c for c in self.cases if c.split in splits]
