@@ -21,10 +21,76 @@ MAX_RECORDS_PER_ANSWER = 2
 SECOND_RECORD_MARGIN = 6.0
 
 _STOP = frozenset(
-    """a an the is are be been do does did should would could can will shall may might must
-    i we you it its this that these those there here of to in on for with by at as from or and
-    what which who whom whose how when where why please tell me us my our your if any some
-    so then than about into out up""".split()
+    [
+        "a",
+        "an",
+        "the",
+        "is",
+        "are",
+        "be",
+        "been",
+        "do",
+        "does",
+        "did",
+        "should",
+        "would",
+        "could",
+        "can",
+        "will",
+        "shall",
+        "may",
+        "might",
+        "must",
+        "i",
+        "we",
+        "you",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "there",
+        "here",
+        "of",
+        "to",
+        "in",
+        "on",
+        "for",
+        "with",
+        "by",
+        "at",
+        "as",
+        "from",
+        "or",
+        "and",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "how",
+        "when",
+        "where",
+        "why",
+        "please",
+        "tell",
+        "me",
+        "us",
+        "my",
+        "our",
+        "your",
+        "if",
+        "any",
+        "some",
+        "so",
+        "then",
+        "than",
+        "about",
+        "into",
+        "out",
+        "up",
+    ]
 )
 _WORD = re.compile(r"[a-z0-9_./-]+")
 
@@ -75,7 +141,9 @@ def score_records(question: str, data: OracleData) -> list[Candidate]:
         order += 1
     for i, pointer in enumerate(data.context_pointers, start=1):
         best = _phrase_score(q, normalise(pointer.vague_reference))
-        scored.append((best, order, Candidate(f"CP{i:03d}", round(best, 1), pointer.actual_meaning)))
+        scored.append(
+            (best, order, Candidate(f"CP{i:03d}", round(best, 1), pointer.actual_meaning))
+        )
         order += 1
     scored.sort(key=lambda item: (-item[0], item[1]))
     return [c for _, _, c in scored]

@@ -1,0 +1,163 @@
+"""Find, load and validate tasks. One bad task never hides the rest."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from icae_tui.domain.solution import Solution
+from icae_tui.domain.task import (
+    CaseFile,
+    CaseRef,
+    Level,
+    Split,
+    Task,
+    TaskSpec,
+    UserAgentData,
+)
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class TaskError(Exception):
+    """A task file is malformed. The message names the file and the field."""
+
+    def __init__(self, path: Path, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.message = message
+
+
+@dataclass
+class Catalog:
+    tasks: dict[str, Task] = field(default_factory=dict)
+    errors: list[TaskError] = field(default_factory=list)
+
+
+def default_tasks_dir() -> Path:
+    """`./tasks` if present, else the tasks folder beside the package (a source checkout)."""
+    here = Path.cwd() / "tasks"
+    if here.is_dir():
+        return here
+    return Path(__file__).resolve().parent.parent / "tasks"
+
+
+def _describe(err: ValidationError) -> str:
+    parts = []
+    for e in err.errors()[:5]:
+        loc = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        parts.append(f"field '{loc}': {e['msg']}")
+    more = len(err.errors()) - 5
+    if more > 0:
+        parts.append(f"and {more} more")
+    return "; ".join(parts)
+
+
+def _validate(model: type[M], data: Any, path: Path) -> M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        raise TaskError(path, _describe(err)) from None
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise TaskError(
+            path, f"invalid JSON at line {err.lineno} column {err.colno}: {err.msg}"
+        ) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise TaskError(path, f"cannot read: {err}") from None
+
+
+def load_spec(root: Path) -> TaskSpec:
+    path = root / "task.toml"
+    if not path.is_file():
+        raise TaskError(path, "missing task.toml")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as err:
+        raise TaskError(path, f"invalid TOML: {err}") from None
+    return _validate(TaskSpec, data, path)
+
+
+def load_solution(path: Path) -> Solution:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        raise TaskError(path, f"invalid YAML: {err}") from None
+    return _validate(Solution, data, path)
+
+
+def _default_pattern(stem: str, case_input: Any) -> str:
+    if isinstance(case_input, dict) and isinstance(case_input.get("op"), str):
+        return case_input["op"]
+    return stem
+
+
+def load_cases(root: Path) -> list[CaseRef]:
+    refs: list[CaseRef] = []
+    for split in Split:
+        folder = root / "cases" / split.value
+        for path in sorted(folder.glob("*.json")):
+            case_file = _validate(CaseFile, _read_json(path), path)
+            for index, case in enumerate(case_file.cases):
+                pattern = case.pattern or _default_pattern(path.stem, case.input)
+                refs.append(
+                    CaseRef(split=split, stem=path.stem, index=index, case=case, pattern=pattern)
+                )
+    return refs
+
+
+def load_task(root: Path) -> Task:
+    spec = load_spec(root)
+    if spec.id != root.name:
+        raise TaskError(
+            root / "task.toml", f"field 'id': {spec.id!r} differs from folder name {root.name!r}"
+        )
+    prd: dict[Level, str] = {}
+    agents: dict[Level, UserAgentData] = {}
+    for level in Level:
+        prd_path = root / "prd" / f"{level.value}.md"
+        if not prd_path.is_file():
+            raise TaskError(prd_path, "missing PRD for level " + level.value)
+        prd[level] = prd_path.read_text(encoding="utf-8")
+        ua_path = root / "user_agent" / f"{level.value}.json"
+        if not ua_path.is_file():
+            raise TaskError(ua_path, "missing user-agent data for level " + level.value)
+        agents[level] = _validate(UserAgentData, _read_json(ua_path), ua_path)
+    cases = load_cases(root)
+    if not any(c.split is Split.HIDDEN for c in cases):
+        raise TaskError(root / "cases" / "hidden", "no hidden cases")
+    solutions = sorted(p.stem for p in (root / "solutions").glob("*.yaml"))
+    return Task(
+        spec=spec, root=str(root), prd=prd, user_agent=agents, cases=cases, solutions=solutions
+    )
+
+
+def load_catalog(tasks_dir: Path | None = None) -> Catalog:
+    tasks_dir = tasks_dir or default_tasks_dir()
+    catalog = Catalog()
+    if not tasks_dir.is_dir():
+        catalog.errors.append(TaskError(tasks_dir, "tasks folder not found"))
+        return catalog
+    for root in sorted(
+        p for p in tasks_dir.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))
+    ):
+        try:
+            task = load_task(root)
+        except TaskError as err:
+            catalog.errors.append(err)
+            continue
+        except Exception as err:  # a task must never take the catalog down
+            catalog.errors.append(TaskError(root, f"cannot load: {type(err).__name__}: {err}"))
+            continue
+        catalog.tasks[task.id] = task
+    return catalog

@@ -1,0 +1,175 @@
+"""`icae`: the console by default; `run`, `tasks`, `images`, `runs` for scripts and CI."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+from icae_tui.catalog import Catalog, load_catalog
+from icae_tui.domain.task import Level
+from icae_tui.safe_text import printable
+from icae_tui.store import RunStore, default_home
+
+
+def _catalog(args: argparse.Namespace) -> Catalog:
+    return load_catalog(Path(args.tasks) if args.tasks else None)
+
+
+def _print_errors(catalog: Catalog) -> None:
+    for err in catalog.errors:
+        print(f"task error: {printable(str(err))}", file=sys.stderr)
+
+
+def cmd_tasks(args: argparse.Namespace) -> int:
+    catalog = _catalog(args)
+    for task in catalog.tasks.values():
+        counts = {s: len(task.cases_in(s)) for s in ("public", "hidden", "enhanced")}  # type: ignore[arg-type]
+        print(
+            f"{task.id:<12} {task.spec.interface.kind:<10} "
+            f"public {counts['public']:>3} · hidden {counts['hidden']:>3} · "
+            f"enhanced {counts['enhanced']:>3} · solutions {', '.join(task.solutions)} — "
+            f"{task.spec.title}"
+        )
+    _print_errors(catalog)
+    return 1 if catalog.errors and not catalog.tasks else 0
+
+
+def cmd_images(args: argparse.Namespace) -> int:
+    from icae_tui.sandbox.engine import EngineUnavailable, connect
+    from icae_tui.sandbox.images import ImageBuildError, ensure_base_image, ensure_task_images
+
+    catalog = _catalog(args)
+    _print_errors(catalog)
+    wanted = [catalog.tasks[t] for t in args.task] if args.task else list(catalog.tasks.values())
+
+    async def build() -> int:
+        try:
+            docker = await connect()
+        except EngineUnavailable as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        try:
+            await ensure_base_image(docker, lambda m: print(f"  {m}", flush=True))
+            for task in wanted:
+                images = await ensure_task_images(
+                    docker, task, lambda m: print(f"  {m}", flush=True)
+                )
+                print(f"{task.id}: agent {images.agent} · oracle {images.oracle}")
+        except ImageBuildError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        finally:
+            await docker.close()
+        return 0
+
+    if args.task and (missing := [t for t in args.task if t not in catalog.tasks]):
+        print(f"error: unknown task(s): {', '.join(missing)}", file=sys.stderr)
+        return 2
+    return asyncio.run(build())
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from icae_tui.headless import run_headless
+    from icae_tui.report import write_report
+    from icae_tui.run import RunConfig
+
+    catalog = _catalog(args)
+    task = catalog.tasks.get(args.task)
+    if task is None:
+        _print_errors(catalog)
+        known = ", ".join(catalog.tasks) or "none"
+        print(f"error: unknown task {args.task!r} (known: {known})", file=sys.stderr)
+        return 2
+    store = RunStore(Path(args.home) / "runs.db" if args.home else None)
+    config = RunConfig(
+        task=task,
+        agent=args.agent,
+        level=Level(args.level),
+        responder=args.responder,
+        pace_s=args.pace,
+        concurrency=args.concurrency,
+    )
+    try:
+        outcome = asyncio.run(run_headless(config, store, verbose=args.verbose))
+    except KeyboardInterrupt:
+        print("run cancelled", file=sys.stderr)
+        return 130
+    if args.report and outcome.report_path:
+        write_report(store.events(outcome.run_id), Path(args.report))
+        print(f"report: {args.report}")
+    return 0 if outcome.status == "completed" else 1
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    store = RunStore(Path(args.home) / "runs.db" if args.home else None)
+    if args.export:
+        from icae_tui.report import build_report
+
+        print(json.dumps(build_report(store.events(args.export)), indent=2, ensure_ascii=False))
+        return 0
+    for row in store.runs():
+        overall = "—" if row.overall is None else f"{100 * row.overall:.1f}%"
+        print(f"{row.run_id}  {row.task_id:<10} {row.agent:<18} {row.level:<6} "
+              f"{row.status:<10} {overall:>7}  {printable(row.error)[:80]}")  # fmt: skip
+    return 0
+
+
+def cmd_console(args: argparse.Namespace) -> int:
+    from icae_tui.ui.app import IcaeApp
+
+    store = RunStore(Path(args.home) / "runs.db" if args.home else None)
+    IcaeApp(catalog=_catalog(args), store=store, pace_s=args.pace).run()
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="icae",
+        description="Evaluate coding agents as interactive project builders. "
+        "With no command, opens the console.",
+    )
+    p.add_argument("--tasks", help="tasks folder (default: ./tasks)")
+    p.add_argument("--home", help=f"where runs are stored (default: {default_home()})")
+    p.add_argument("--pace", type=float, default=None, help="seconds between scripted steps")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    sub.add_parser("console", help="open the console (the default)")
+    sub.add_parser("tasks", help="list the tasks and any task errors")
+
+    images = sub.add_parser("images", help="build images offline")
+    images_sub = images.add_subparsers(dest="images_command", required=True, metavar="build")
+    build = images_sub.add_parser("build", help="build the base image and the task images")
+    build.add_argument("--task", action="append", help="only this task (repeatable)")
+
+    run = sub.add_parser("run", help="run one evaluation headless; prints progress")
+    run.add_argument("--task", required=True)
+    run.add_argument("--agent", default="scripted:good", help="e.g. scripted:good")
+    run.add_argument("--level", default="L1", choices=[lv.value for lv in Level])
+    run.add_argument("--responder", default="simulated", choices=["simulated", "human"])
+    run.add_argument("--report", help="also write the JSON report here")
+    run.add_argument("--concurrency", type=int, default=3, help="cases evaluated at once")
+    run.add_argument("-v", "--verbose", action="store_true", help="print agent command output")
+
+    runs = sub.add_parser("runs", help="list stored runs, or export one")
+    runs.add_argument("--export", metavar="RUN_ID", help="print a stored run's JSON report")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    handlers = {
+        None: cmd_console,
+        "console": cmd_console,
+        "tasks": cmd_tasks,
+        "images": cmd_images,
+        "run": cmd_run,
+        "runs": cmd_runs,
+    }
+    return handlers[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

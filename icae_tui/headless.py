@@ -1,0 +1,118 @@
+"""The plain display: one line per event on a terminal or a CI log.
+
+Agent output is printed with control characters made visible, so a hostile delivery cannot
+move the cursor or change colours on the operator's terminal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import TextIO
+
+from icae_tui.domain.events import (
+    AgentCommand,
+    AgentCommandDone,
+    AgentOutput,
+    AgentSaid,
+    AgentSubmitted,
+    AgentWrote,
+    BuildChecked,
+    CaseFinished,
+    Event,
+    PhaseChanged,
+    Progress,
+    QuestionAnswered,
+    QuestionAsked,
+    RunFinished,
+    RunStarted,
+    ScoreUpdated,
+)
+from icae_tui.run import Run, RunConfig, RunOutcome
+from icae_tui.safe_text import printable
+from icae_tui.store import RunStore
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+class PlainPrinter:
+    def __init__(self, out: TextIO = sys.stdout, *, verbose: bool = False) -> None:
+        self.out = out
+        self.verbose = verbose
+
+    def line(self, text: str) -> None:
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def __call__(self, ev: Event) -> None:  # noqa: C901 - one branch per event kind
+        match ev:
+            case RunStarted():
+                self.line(f"run {ev.run_id}: task {ev.task_id} · agent {ev.agent} · level {ev.level}"
+                          f" · responder {ev.responder} · budget {ev.budget}")  # fmt: skip
+            case PhaseChanged():
+                self.line(f"== {ev.phase}" + (f": {printable(ev.detail)}" if ev.detail else ""))
+            case Progress():
+                self.line(f"   {printable(ev.message)}")
+            case AgentSaid():
+                self.line(f"agent: {printable(ev.text)}")
+            case AgentWrote():
+                self.line(f"agent wrote {printable(ev.path)} ({ev.size} bytes)")
+            case AgentCommand():
+                self.line(f"agent $ {printable(ev.command)}")
+            case AgentOutput() if self.verbose:
+                for part in ev.text.splitlines():
+                    self.line(f"   | {printable(part)}")
+            case AgentCommandDone():
+                note = " (timed out)" if ev.timed_out else ""
+                self.line(f"   exit {ev.exit_code} in {ev.duration_s:.2f}s{note}")
+            case QuestionAsked():
+                self.line(f"Q{ev.question_id} ({ev.remaining_before} left): {printable(ev.text)}")
+            case QuestionAnswered():
+                source = ", ".join(ev.record_ids) or ("budget" if ev.over_budget else "fallback")
+                self.line(f"A{ev.question_id} [{ev.responder} · {source}]: {printable(ev.text)}")
+            case AgentSubmitted():
+                self.line(f"agent submitted: {printable(ev.message)}")
+            case BuildChecked():
+                self.line(f"build: {'ok' if ev.ok else 'FAILED'} — {printable(ev.reason)}")
+            case CaseFinished():
+                r = ev.result
+                mark = "PASS" if r.passed else "FAIL"
+                self.line(f"{mark} {r.case_id:<28} {r.verdict.value:<13} {printable(r.reason)}")
+            case ScoreUpdated() if ev.score.done == ev.score.planned:
+                s = ev.score
+                self.line(f"score: overall {_pct(s.overall)} · macro {_pct(s.macro)} · "
+                          f"exec {_pct(s.exec_rate)} · SP {_pct(s.sp_rate)} · EM {_pct(s.em_rate)} · "
+                          f"FM {_pct(s.fm_rate)}")  # fmt: skip
+            case RunFinished():
+                tail = f" — {printable(ev.error)}" if ev.error else ""
+                self.line(f"run {ev.status}{tail}")
+                if ev.report_path:
+                    self.line(f"report: {ev.report_path}")
+
+
+class TerminalHuman:
+    """Headless `--responder human`: questions are answered from the terminal."""
+
+    def __init__(self, run: Run, printer: PlainPrinter) -> None:
+        self.run = run
+        self.printer = printer
+
+    def __call__(self, ev: Event) -> None:
+        if isinstance(ev, QuestionAsked) and self.run.config.responder == "human":
+            asyncio.get_running_loop().create_task(self._read(ev.question_id))
+
+    async def _read(self, question_id: int) -> None:
+        await asyncio.sleep(0)  # let the responder park the question first
+        self.printer.line(f"your answer to Q{question_id} (one line):")
+        text = await asyncio.to_thread(sys.stdin.readline)
+        self.run.answer(question_id, text.rstrip("\n") or "(no answer)")
+
+
+async def run_headless(config: RunConfig, store: RunStore, *, verbose: bool = False) -> RunOutcome:
+    run = Run(config, store)
+    printer = PlainPrinter(verbose=verbose)
+    run.subscribe(printer)
+    run.subscribe(TerminalHuman(run, printer))
+    return await run.execute()

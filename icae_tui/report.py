@@ -1,0 +1,88 @@
+"""Reports built from a run's events, so a live run and a stored one give the same file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from icae_tui.domain.events import (
+    AgentSubmitted,
+    BuildChecked,
+    CaseFinished,
+    CasesPlanned,
+    Event,
+    QuestionAnswered,
+    QuestionAsked,
+    RunFinished,
+    RunStarted,
+    ScoreUpdated,
+)
+
+REPORT_VERSION = 1
+
+
+def build_report(events: list[Event]) -> dict[str, Any]:
+    report: dict[str, Any] = {"version": REPORT_VERSION, "turns": [], "cases": []}
+    questions: dict[int, dict[str, Any]] = {}
+    order: dict[str, int] = {}
+    for ev in events:
+        match ev:
+            case RunStarted():
+                report["run"] = {
+                    "run_id": ev.run_id,
+                    "task": ev.task_id,
+                    "agent": ev.agent,
+                    "level": ev.level,
+                    "responder": ev.responder,
+                    "budget": ev.budget,
+                    "started_at": ev.ts,
+                }
+            case QuestionAsked():
+                turn = {"id": ev.question_id, "question": ev.text}
+                questions[ev.question_id] = turn
+                report["turns"].append(turn)
+            case QuestionAnswered():
+                turn = questions.setdefault(ev.question_id, {"id": ev.question_id})
+                turn.update(
+                    answer=ev.text,
+                    records=ev.record_ids,
+                    scores=ev.scores,
+                    fallback=ev.fallback,
+                    over_budget=ev.over_budget,
+                    responder=ev.responder,
+                    latency_s=ev.latency_s,
+                )
+            case AgentSubmitted():
+                report["submission"] = ev.message
+            case BuildChecked():
+                report["build"] = ev.model_dump(
+                    include={"ok", "exit_code", "reason", "stdout", "stderr"}
+                )
+            case CasesPlanned():
+                order = {case_id: i for i, case_id in enumerate(ev.case_ids)}
+            case CaseFinished():
+                report["cases"].append(ev.result.model_dump(mode="json"))
+            case ScoreUpdated():
+                report["score"] = ev.score.model_dump(mode="json")
+            case RunFinished():
+                report["status"] = ev.status
+                report["error"] = ev.error
+                report.setdefault("run", {})["finished_at"] = ev.ts
+                if ev.score is not None:
+                    report["score"] = ev.score.model_dump(mode="json")
+    report["cases"].sort(key=lambda c: order.get(c["case_id"], len(order)))
+    report["failed_cases"] = [
+        {"case_id": c["case_id"], "verdict": c["verdict"], "reason": c["reason"]}
+        for c in report["cases"]
+        if not c["passed"]
+    ]
+    return report
+
+
+def write_report(events: list[Event], path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        json.dumps(build_report(events), indent=2, ensure_ascii=False), encoding="utf-8"
+    )
+    return path

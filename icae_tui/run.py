@@ -1,0 +1,328 @@
+"""The orchestrator: one run's phases, published as typed events.
+
+prepare (images) → generate (agent in its container, clarifications) → freeze (commit the
+agent container as the delivery image) → build (gate) → evaluate (differential cases) →
+score. Every event is stored before displays see it; it knows nothing of Textual.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import secrets
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiodocker
+
+from icae_tui.agents.base import AgentError
+from icae_tui.agents.registry import make_agent
+from icae_tui.domain.events import (
+    AgentCommand,
+    AgentCommandDone,
+    AgentOutput,
+    AgentSaid,
+    AgentSubmitted,
+    AgentWrote,
+    BuildChecked,
+    CaseFinished,
+    CasesPlanned,
+    Event,
+    PhaseChanged,
+    Progress,
+    RunFinished,
+    RunStarted,
+    ScoreUpdated,
+)
+from icae_tui.domain.results import CaseResult, Score
+from icae_tui.domain.task import Level, Split, Task
+from icae_tui.evaluation.differential import Sides, build_error_result, run_cases
+from icae_tui.evaluation.scoring import score
+from icae_tui.report import write_report
+from icae_tui.sandbox.containers import Container, ExecResult, create_container
+from icae_tui.sandbox.engine import EngineUnavailable, connect, is_engine_error
+from icae_tui.sandbox.images import ImageBuildError, ensure_task_images, wrapper_script
+from icae_tui.store import RunStore
+from icae_tui.users.responders import ClarificationChannel, HumanResponder, Responder, SimulatedUser
+
+TRACE_CAP_PER_COMMAND = 256 * 1024  # bytes of one command's output shown in the trace
+
+Subscriber = Callable[[Event], None]
+
+
+@dataclass
+class RunConfig:
+    task: Task
+    agent: str = "scripted:good"
+    level: Level = Level.L1
+    responder: str = "simulated"
+    pace_s: float | None = None
+    concurrency: int = 3
+    splits: tuple[Split, ...] = (Split.PUBLIC, Split.HIDDEN, Split.ENHANCED)
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    status: str
+    score: Score | None
+    error: str = ""
+    report_path: Path | None = None
+    results: list[CaseResult] = field(default_factory=list)
+
+
+class Run:
+    def __init__(self, config: RunConfig, store: RunStore) -> None:
+        self.config = config
+        self.store = store
+        self.run_id = new_run_id()
+        self.human = HumanResponder()
+        self._subscribers: list[Subscriber] = []
+        self._seq = 0
+        self._events: list[Event] = []
+
+    # --- events -----------------------------------------------------------------------
+
+    def subscribe(self, callback: Subscriber) -> None:
+        self._subscribers.append(callback)
+
+    async def emit(self, event: Event) -> None:
+        self._seq += 1
+        event.run_id, event.seq, event.ts = self.run_id, self._seq, time.time()
+        self.store.append(event)  # stored before anyone sees it: nothing is lost on a crash
+        self._events.append(event)
+        for callback in self._subscribers:
+            try:
+                callback(event)
+            except Exception:  # a broken display must not break the run
+                traceback.print_exc()
+
+    # --- commands from displays ---------------------------------------------------------
+
+    def answer(self, question_id: int, text: str) -> bool:
+        return self.human.answer(question_id, text)
+
+    # --- the run ------------------------------------------------------------------------
+
+    def _responder(self) -> Responder:
+        cfg = self.config
+        if cfg.responder == "human":
+            return self.human
+        return SimulatedUser(cfg.task.user_agent[cfg.level].oracle_data)
+
+    async def execute(self) -> RunOutcome:
+        cfg, task = self.config, self.config.task
+        self.store.create_run(
+            self.run_id, task.id, cfg.agent, cfg.level.value, cfg.responder, time.time()
+        )
+        await self.emit(
+            RunStarted(
+                task_id=task.id,
+                task_title=task.spec.title,
+                agent=cfg.agent,
+                level=cfg.level.value,
+                responder=cfg.responder,
+                budget=task.spec.budget,
+                prd=task.prd[cfg.level],
+            )
+        )
+        outcome = RunOutcome(self.run_id, "failed", None)
+        docker: aiodocker.Docker | None = None
+        try:
+            agent = make_agent(cfg.agent, task, pace_s=cfg.pace_s)
+            docker = await connect()
+            outcome = await self._phases(docker, agent)
+        except asyncio.CancelledError:
+            outcome = RunOutcome(self.run_id, "cancelled", None, "cancelled by the operator")
+            await asyncio.shield(self._finish(outcome))
+            raise
+        except (AgentError, EngineUnavailable, ImageBuildError) as err:
+            outcome = RunOutcome(self.run_id, "failed", None, str(err))
+        except Exception as err:
+            if is_engine_error(err):
+                message = f"Docker engine lost mid-run: {err}"
+            else:
+                message = f"{type(err).__name__}: {err}"
+            outcome = RunOutcome(self.run_id, "failed", None, message)
+        finally:
+            if docker is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(docker.close())
+        await self._finish(outcome)
+        return outcome
+
+    async def _finish(self, outcome: RunOutcome) -> None:
+        report_path = self.store.artifacts_dir / self.run_id / "report.json"
+        outcome.report_path = report_path
+        await self.emit(
+            RunFinished(
+                status=outcome.status,  # type: ignore[arg-type]
+                score=outcome.score,
+                error=outcome.error,
+                report_path=str(report_path),
+            )
+        )
+        write_report(self._events, report_path)
+        overall = outcome.score.overall if outcome.score else None
+        self.store.finish_run(self.run_id, outcome.status, time.time(), overall, outcome.error)
+
+    async def _phases(self, docker: aiodocker.Docker, agent) -> RunOutcome:  # noqa: ANN001
+        cfg, task = self.config, self.config.task
+
+        await self.emit(PhaseChanged(phase="prepare", detail="images"))
+        loop = asyncio.get_running_loop()
+
+        def progress(message: str) -> None:
+            loop.create_task(self.emit(Progress(message=message)))
+
+        images = await ensure_task_images(docker, task, progress)
+        await asyncio.sleep(0)  # let queued progress events land in order
+
+        await self.emit(PhaseChanged(phase="generate", detail=agent.name))
+        delivery_image = f"icae-delivery-{task.id}:{self.run_id}"
+        channel = ClarificationChannel(self._responder(), task.spec.budget, self.emit)
+        agent_box = await create_container(
+            docker, images.agent, run_id=self.run_id, role="agent",
+            workdir=task.spec.delivery.workspace,
+        )  # fmt: skip
+        try:
+            session = _AgentSession(self, agent_box, task.spec.delivery.workspace, channel)
+            final = await agent.build(task.prd[cfg.level], session)
+            await self.emit(AgentSubmitted(message=final))
+
+            await self.emit(PhaseChanged(phase="freeze", detail=delivery_image))
+            await agent_box.put_files(
+                {
+                    f"/usr/local/bin/{task.spec.interface.tool}": wrapper_script(
+                        task.spec.delivery.entry
+                    )
+                },
+                mode=0o755,
+            )
+            repo, tag = delivery_image.split(":", 1)
+            await agent_box.commit(
+                repo,
+                tag,
+                {"icae.tool": "icae-tui", "icae.run": self.run_id, "icae.role": "delivery"},
+            )
+        finally:
+            await asyncio.shield(agent_box.remove())
+
+        try:
+            return await self._judge(docker, images.oracle, delivery_image)
+        finally:
+            with contextlib.suppress(aiodocker.DockerError):
+                await asyncio.shield(docker.images.delete(delivery_image, force=True))
+
+    async def _judge(
+        self, docker: aiodocker.Docker, oracle_image: str, delivery_image: str
+    ) -> RunOutcome:
+        cfg, task = self.config, self.config.task
+        refs = task.cases_in(*cfg.splits)
+        await self.emit(PhaseChanged(phase="build", detail=task.spec.delivery.build))
+        build = await self._build_gate(docker, delivery_image)
+        await self.emit(CasesPlanned(case_ids=[r.id for r in refs]))
+        results: list[CaseResult] = []
+        if not build.ok:
+            for ref in refs:
+                result = build_error_result(task, ref, build.reason)
+                results.append(result)
+                await self.emit(CaseFinished(result=result))
+            final = score(results, planned=len(refs), build_ok=False)
+            final.overall = final.macro = 0.0
+            await self.emit(ScoreUpdated(score=final))
+            return RunOutcome(self.run_id, "completed", final, results=results)
+
+        await self.emit(PhaseChanged(phase="evaluate", detail=f"{len(refs)} cases"))
+        sides = Sides(oracle_image=oracle_image, delivery_image=delivery_image)
+        async for result in run_cases(
+            docker, task, refs, sides, run_id=self.run_id, concurrency=cfg.concurrency
+        ):
+            results.append(result)
+            await self.emit(CaseFinished(result=result))
+            await self.emit(ScoreUpdated(score=score(results, planned=len(refs))))
+        await self.emit(PhaseChanged(phase="score"))
+        final = score(results, planned=len(refs))
+        return RunOutcome(self.run_id, "completed", final, results=results)
+
+    async def _build_gate(self, docker: aiodocker.Docker, image: str) -> BuildChecked:
+        spec = self.config.task.spec.delivery
+        box = await create_container(docker, image, run_id=self.run_id, role="build")
+        try:
+            res = await box.exec(spec.build, workdir=spec.workspace, timeout_s=300)
+        finally:
+            await asyncio.shield(box.remove())
+        out = res.stdout.decode(errors="replace")[-4000:]
+        err = res.stderr.decode(errors="replace")[-4000:]
+        ok = res.exit_code == 0 and not res.timed_out
+        if ok:
+            reason = "build passed"
+        elif res.timed_out:
+            reason = "build gate timed out"
+        else:
+            last = (err.strip() or out.strip() or "no output").splitlines()[-1][:200]
+            reason = f"build failed (exit {res.exit_code}): {last}"
+        event = BuildChecked(ok=ok, exit_code=res.exit_code, reason=reason, stdout=out, stderr=err)
+        await self.emit(event)
+        return event
+
+
+class _AgentSession:
+    """AgentContext for agents driven from the host: every action becomes an event."""
+
+    def __init__(self, run: Run, box: Container, workspace: str, channel: ClarificationChannel):
+        self._run = run
+        self.box = box
+        self.workspace = workspace
+        self.channel = channel
+
+    async def say(self, text: str) -> None:
+        await self._run.emit(AgentSaid(text=text))
+
+    async def ask(self, question: str) -> str:
+        return await self.channel.ask(question)
+
+    async def write(self, path: str, content: str, mode: int = 0o644) -> None:
+        data = content.encode()
+        await self.box.put_files({path: data}, mode=mode)
+        await self._run.emit(AgentWrote(path=path, size=len(data)))
+
+    async def run(self, command: str, timeout_s: float = 60.0) -> ExecResult:
+        await self._run.emit(AgentCommand(command=command))
+        decoders = {
+            s: codecs.getincrementaldecoder("utf-8")("replace") for s in ("stdout", "stderr")
+        }
+        shown = 0
+
+        async def on_output(stream: str, chunk: bytes) -> None:
+            nonlocal shown
+            if shown >= TRACE_CAP_PER_COMMAND:
+                return
+            chunk = chunk[: TRACE_CAP_PER_COMMAND - shown]
+            shown += len(chunk)
+            text = decoders[stream].decode(chunk)
+            if shown >= TRACE_CAP_PER_COMMAND:
+                text += "\n[… output truncated in the trace …]\n"
+            if text:
+                await self._run.emit(AgentOutput(stream=stream, text=text))  # type: ignore[arg-type]
+
+        res = await self.box.exec(
+            command, timeout_s=timeout_s, workdir=self.workspace, on_output=on_output
+        )
+        await self._run.emit(
+            AgentCommandDone(
+                command=command,
+                exit_code=res.exit_code,
+                duration_s=round(res.duration_s, 3),
+                timed_out=res.timed_out,
+            )
+        )
+        return res

@@ -1,0 +1,265 @@
+"""Containers we own: create with limits and labels, exec with separate streams, copy by tar.
+
+Every container is labelled as ours and runs `sleep <ttl>` under an init as PID 1, so it
+dies on its own if the console crashes. Callers use `container(...)` as an async context
+manager: the container is removed in `finally`, even on cancel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import io
+import os
+import shlex
+import tarfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+
+import aiodocker
+
+from icae_tui.sandbox.engine import LABEL_TOOL, TOOL_NAME
+
+OutputCallback = Callable[[str, bytes], Awaitable[None] | None]
+
+DEFAULT_ENV = {
+    "HOME": "/root",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "TZ": "UTC",
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "PYTHONDONTWRITEBYTECODE": "1",
+}
+
+
+@dataclass(frozen=True)
+class Limits:
+    memory_bytes: int = 512 * 1024 * 1024
+    pids: int = 256
+    nano_cpus: int = 1_000_000_000
+    ttl_s: int = 3600
+
+
+@dataclass
+class ExecResult:
+    exit_code: int | None
+    stdout: bytes
+    stderr: bytes
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+    stdout_sha256: str = ""
+    stderr_sha256: str = ""
+    timed_out: bool = False
+    truncated: bool = False
+    duration_s: float = 0.0
+
+
+@dataclass
+class _Capture:
+    cap: int
+    data: bytearray = field(default_factory=bytearray)
+    total: int = 0
+    digest: hashlib._Hash = field(default_factory=hashlib.sha256)
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        self.digest.update(chunk)
+        room = self.cap - len(self.data)
+        if room > 0:
+            self.data += chunk[:room]
+
+
+class Container:
+    """One running container of ours."""
+
+    def __init__(self, docker: aiodocker.Docker, raw: aiodocker.containers.DockerContainer):
+        self.docker = docker
+        self.raw = raw
+
+    @property
+    def id(self) -> str:
+        return self.raw.id
+
+    async def exec(
+        self,
+        command: str | list[str],
+        *,
+        stdin: bytes | None = None,
+        timeout_s: float = 60.0,
+        workdir: str | None = None,
+        env: dict[str, str] | None = None,
+        on_output: OutputCallback | None = None,
+        cap_bytes: int = 4 * 1024 * 1024,
+        user: str = "",
+    ) -> ExecResult:
+        """Run a command; stdout and stderr kept apart and byte-exact (up to `cap_bytes`).
+
+        The timeout is enforced inside the container by coreutils `timeout` (killing the
+        client would leave the process running) with a host watchdog a little later.
+        """
+        argv = ["bash", "-c", command] if isinstance(command, str) else list(command)
+        wrapped = ["timeout", "-k", "2", f"{timeout_s:g}", *argv]
+        merged_env = {**DEFAULT_ENV, **(env or {})}
+        ex = await self.raw.exec(
+            wrapped,
+            stdin=stdin is not None,
+            workdir=workdir,
+            environment=merged_env,
+            user=user,
+        )
+        out, err = _Capture(cap_bytes), _Capture(cap_bytes)
+        started = time.monotonic()
+        watchdog_fired = False
+        stream = ex.start(detach=False)
+        try:
+            async with asyncio.timeout(timeout_s + 8):
+                async with stream:
+                    if stdin is not None:
+                        await _write_stdin_and_close(stream, stdin)
+                    while True:
+                        msg = await stream.read_out()
+                        if msg is None:
+                            break
+                        (out if msg.stream == 1 else err).feed(msg.data)
+                        if on_output is not None:
+                            res = on_output("stdout" if msg.stream == 1 else "stderr", msg.data)
+                            if asyncio.iscoroutine(res):
+                                await res
+        except TimeoutError:
+            watchdog_fired = True
+        duration = time.monotonic() - started
+        exit_code: int | None = None
+        if not watchdog_fired:
+            info = await ex.inspect()
+            exit_code = info.get("ExitCode")
+        # 124: `timeout` fired; 137 after the limit: it had to SIGKILL.
+        timed_out = (
+            watchdog_fired or exit_code == 124 or (exit_code == 137 and duration >= timeout_s)
+        )
+        return ExecResult(
+            exit_code=exit_code,
+            stdout=bytes(out.data),
+            stderr=bytes(err.data),
+            stdout_bytes=out.total,
+            stderr_bytes=err.total,
+            stdout_sha256=out.digest.hexdigest(),
+            stderr_sha256=err.digest.hexdigest(),
+            timed_out=timed_out,
+            truncated=out.total > cap_bytes or err.total > cap_bytes,
+            duration_s=duration,
+        )
+
+    async def put_files(self, files: dict[str, bytes], *, mode: int = 0o644) -> None:
+        """Write files given by absolute path (parents created, owned by root)."""
+        await self.raw.put_archive("/", make_tar(files, mode=mode))
+
+    async def get_tar(self, path: str) -> tarfile.TarFile:
+        return await self.raw.get_archive(path)
+
+    async def commit(self, repository: str, tag: str, labels: dict[str, str]) -> str:
+        changes = [f"LABEL {k}={shlex.quote(v)}" for k, v in labels.items()]
+        result = await self.raw.commit(repository=repository, tag=tag, changes=changes)
+        return str(result.get("Id", ""))
+
+    async def remove(self) -> None:
+        with contextlib.suppress(aiodocker.DockerError):
+            await self.raw.delete(force=True, v=True)
+
+
+async def _write_stdin_and_close(stream: aiodocker.stream.Stream, data: bytes) -> None:
+    if data:
+        await stream.write_in(data)
+    # Half-close so the process sees EOF; aiodocker's close() would drop the whole stream.
+    resp = stream._resp  # noqa: SLF001 - aiodocker 0.27 has no public half-close
+    if resp is not None and resp.connection is not None:
+        transport = resp.connection.transport
+        if transport is not None and transport.can_write_eof():
+            transport.write_eof()
+
+
+def make_tar(files: dict[str, bytes], *, mode: int = 0o644) -> bytes:
+    buf = io.BytesIO()
+    made_dirs: set[str] = set()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for path, content in files.items():
+            rel = path.lstrip("/")
+            parts = rel.split("/")[:-1]
+            for i in range(1, len(parts) + 1):
+                d = "/".join(parts[:i])
+                if d not in made_dirs:
+                    made_dirs.add(d)
+                    info = tarfile.TarInfo(d)
+                    info.type = tarfile.DIRTYPE
+                    info.mode = 0o755
+                    info.mtime = int(time.time())
+                    tar.addfile(info)
+            info = tarfile.TarInfo(rel)
+            info.size = len(content)
+            info.mode = mode
+            info.mtime = int(time.time())
+            tar.addfile(info, io.BytesIO(content))
+    return buf.getvalue()
+
+
+def labels_for(run_id: str, role: str, ttl_s: int) -> dict[str, str]:
+    return {
+        LABEL_TOOL: TOOL_NAME,
+        "icae.run": run_id,
+        "icae.role": role,
+        "icae.owner-pid": str(os.getpid()),
+        "icae.expires": str(int(time.time()) + ttl_s),
+    }
+
+
+async def create_container(
+    docker: aiodocker.Docker,
+    image: str,
+    *,
+    run_id: str,
+    role: str,
+    limits: Limits = Limits(),
+    workdir: str = "/",
+    binds: list[str] | None = None,
+) -> Container:
+    host_config: dict[str, object] = {
+        "NetworkMode": "none",
+        "Memory": limits.memory_bytes,
+        "MemorySwap": limits.memory_bytes,
+        "PidsLimit": limits.pids,
+        "NanoCpus": limits.nano_cpus,
+        "Init": True,
+        "SecurityOpt": ["no-new-privileges"],
+    }
+    if binds:
+        host_config["Binds"] = binds
+    config = {
+        "Image": image,
+        "Cmd": ["sleep", str(limits.ttl_s)],
+        "Labels": labels_for(run_id, role, limits.ttl_s),
+        "WorkingDir": workdir,
+        "Env": [f"{k}={v}" for k, v in DEFAULT_ENV.items()],
+        "NetworkDisabled": True,
+        "HostConfig": host_config,
+    }
+    raw = await docker.containers.create(config)
+    container = Container(docker, raw)
+    try:
+        await raw.start()
+    except BaseException:
+        await container.remove()
+        raise
+    return container
+
+
+@contextlib.asynccontextmanager
+async def container(
+    docker: aiodocker.Docker, image: str, **kwargs: object
+) -> AsyncIterator[Container]:
+    c = await create_container(docker, image, **kwargs)  # type: ignore[arg-type]
+    try:
+        yield c
+    finally:
+        # Shielded so a cancelled run still removes what it created.
+        await asyncio.shield(c.remove())

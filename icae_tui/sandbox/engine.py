@@ -1,0 +1,45 @@
+"""Connecting to the Docker engine, with errors a person can act on."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import aiodocker
+
+LABEL_TOOL = "icae.tool"
+TOOL_NAME = "icae-tui"
+
+
+class EngineUnavailable(RuntimeError):
+    """The Docker engine cannot be reached (not installed, not started, or gone mid-run)."""
+
+
+def engine_url() -> str:
+    return os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+
+
+async def connect(timeout_s: float = 10.0) -> aiodocker.Docker:
+    """A client that has answered a ping, or EngineUnavailable naming where it looked."""
+    url = engine_url()
+    try:
+        docker = aiodocker.Docker(url)
+    except Exception as err:
+        raise EngineUnavailable(f"Docker engine at {url}: {err}") from None
+    try:
+        async with asyncio.timeout(timeout_s):
+            await docker.version()
+    except Exception as err:
+        await docker.close()
+        raise EngineUnavailable(
+            f"Docker engine at {url} is not answering ({type(err).__name__}: {err}). "
+            "Start it with `scripts/engine.sh` (or `dockerd &`)."
+        ) from None
+    return docker
+
+
+def is_engine_error(err: BaseException) -> bool:
+    """Errors that mean the engine went away, as opposed to a failed command."""
+    import aiohttp
+
+    return isinstance(err, aiohttp.ClientConnectionError | ConnectionError | EngineUnavailable)

@@ -1,0 +1,197 @@
+"""Images, built offline: a Debian base from debootstrap + import, and per-task images.
+
+- base (`icae-base:bookworm`): `debootstrap --variant=minbase --include=python3 bookworm`,
+  imported with the engine's `images/create?fromSrc=-`. Built only when missing.
+- agent image: base + the task's setup lines + an empty workspace. No oracle, no cases.
+- oracle image: agent image + `oracle/` at the oracle path + install lines + the tool wrapper.
+Task images are tagged with a hash of their recipe, so a changed task rebuilds and an
+unchanged one is reused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import shlex
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiodocker
+
+from icae_tui.domain.task import Task
+from icae_tui.sandbox.containers import Container, create_container
+from icae_tui.sandbox.engine import LABEL_TOOL, TOOL_NAME
+
+BASE_IMAGE = "icae-base:bookworm"
+DEBIAN_MIRROR = os.environ.get("ICAE_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+
+ProgressFn = Callable[[str], None]
+
+
+class ImageBuildError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class TaskImages:
+    agent: str
+    oracle: str
+
+
+async def image_exists(docker: aiodocker.Docker, name: str) -> bool:
+    try:
+        await docker.images.inspect(name)
+        return True
+    except aiodocker.DockerError as err:
+        if err.status == 404:
+            return False
+        raise
+
+
+async def ensure_base_image(
+    docker: aiodocker.Docker, progress: ProgressFn = lambda _m: None, *, name: str = BASE_IMAGE
+) -> str:
+    if await image_exists(docker, name):
+        return name
+    if name != BASE_IMAGE:
+        raise ImageBuildError(
+            f"image {name!r} is missing and no registry is configured here; "
+            f"pull it first or use {BASE_IMAGE}"
+        )
+    if shutil.which("debootstrap") is None:
+        raise ImageBuildError(
+            "debootstrap is not installed (apt-get install debootstrap) — needed to build "
+            f"{BASE_IMAGE} offline"
+        )
+    with tempfile.TemporaryDirectory(prefix="icae-rootfs-") as tmp:
+        rootfs = Path(tmp) / "rootfs"
+        progress(f"debootstrap bookworm (minbase + python3) into {rootfs}")
+        proc = await asyncio.create_subprocess_exec(
+            "debootstrap", "--variant=minbase", "--include=python3", "bookworm",
+            str(rootfs), DEBIAN_MIRROR,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        )  # fmt: skip
+        assert proc.stdout is not None
+        tail: list[str] = []
+        async for raw in proc.stdout:
+            line = raw.decode(errors="replace").rstrip()
+            tail = (tail + [line])[-20:]
+            if line.startswith(("I: Retrieving", "I: Validating")):
+                continue  # hundreds of these; the other lines tell the story
+            progress(line)
+        if await proc.wait() != 0:
+            raise ImageBuildError("debootstrap failed:\n" + "\n".join(tail))
+        progress(f"importing {name} into the engine")
+        tar_path = Path(tmp) / "rootfs.tar"
+        tar = await asyncio.create_subprocess_exec(
+            "tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(tar_path), "."
+        )
+        if await tar.wait() != 0:
+            raise ImageBuildError("tar of the root file system failed")
+        repo, tag = name.split(":", 1)
+        with tar_path.open("rb") as body:
+            async with docker._query(  # noqa: SLF001 - aiodocker has no fromSrc import
+                "images/create",
+                "POST",
+                params={
+                    "fromSrc": "-",
+                    "repo": repo,
+                    "tag": tag,
+                    "changes": f'LABEL {LABEL_TOOL}={TOOL_NAME}\nCMD ["/bin/bash"]',
+                },
+                data=body,
+                headers={"Content-Type": "application/x-tar"},
+                timeout=None,
+            ) as resp:
+                await resp.read()
+    progress(f"{name} ready")
+    return name
+
+
+def _hash_tree(h: hashlib._Hash, root: Path) -> None:
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            h.update(str(path.relative_to(root)).encode() + b"\0")
+            h.update(path.read_bytes())
+
+
+def recipe_hash(task: Task, base_id: str, role: str) -> str:
+    h = hashlib.sha256()
+    h.update(f"{role}\0{base_id}\0".encode())
+    h.update(task.spec.image.model_dump_json().encode())
+    h.update(task.spec.delivery.workspace.encode())
+    h.update(task.spec.cases.workdir.encode())
+    if role == "oracle":
+        h.update(task.spec.oracle.model_dump_json().encode())
+        h.update(task.spec.interface.model_dump_json().encode())
+        _hash_tree(h, Path(task.root) / "oracle")
+    return h.hexdigest()[:16]
+
+
+def wrapper_script(entry: str) -> bytes:
+    """`/usr/local/bin/<tool>`: exec the side's entry with the case's arguments."""
+    return f'#!/bin/sh\nexec {entry} "$@"\n'.encode()
+
+
+async def _run_setup(c: Container, lines: list[str], progress: ProgressFn, what: str) -> None:
+    for line in lines:
+        progress(f"{what}: $ {line}")
+        res = await c.exec(line, timeout_s=600)
+        if res.exit_code != 0:
+            detail = (res.stderr or res.stdout).decode(errors="replace")[-2000:]
+            raise ImageBuildError(f"{what}: `{line}` exited {res.exit_code}:\n{detail}")
+
+
+async def _commit(c: Container, name: str, task: Task, role: str) -> str:
+    repo, tag = name.split(":", 1)
+    await c.commit(repo, tag, {LABEL_TOOL: TOOL_NAME, "icae.task": task.id, "icae.role": role})
+    return name
+
+
+async def ensure_task_images(
+    docker: aiodocker.Docker, task: Task, progress: ProgressFn = lambda _m: None
+) -> TaskImages:
+    base = await ensure_base_image(docker, progress, name=task.spec.image.base)
+    base_id = (await docker.images.inspect(base))["Id"]
+    agent = f"icae-agent-{task.id}:{recipe_hash(task, base_id, 'agent')}"
+    if not await image_exists(docker, agent):
+        progress(f"building {agent}")
+        c = await create_container(docker, base, run_id="image-build", role="build")
+        try:
+            await _run_setup(c, task.spec.image.setup, progress, agent)
+            ws, wd = task.spec.delivery.workspace, task.spec.cases.workdir
+            await _run_setup(c, [f"mkdir -p {shlex.quote(ws)} {shlex.quote(wd)}"], progress, agent)
+            await _commit(c, agent, task, "agent")
+        finally:
+            await c.remove()
+    agent_id = (await docker.images.inspect(agent))["Id"]
+    oracle = f"icae-oracle-{task.id}:{recipe_hash(task, agent_id, 'oracle')}"
+    if not await image_exists(docker, oracle):
+        progress(f"building {oracle}")
+        c = await create_container(docker, agent, run_id="image-build", role="build")
+        try:
+            files: dict[str, bytes] = {}
+            oracle_dir = Path(task.root) / "oracle"
+            for path in sorted(oracle_dir.rglob("*")):
+                if path.is_file() and "__pycache__" not in path.parts:
+                    rel = path.relative_to(oracle_dir).as_posix()
+                    files[f"{task.spec.oracle.path}/{rel}"] = path.read_bytes()
+            await c.put_files(files)
+            await _run_setup(c, task.spec.oracle.install, progress, oracle)
+            await c.put_files(
+                {
+                    f"/usr/local/bin/{task.spec.interface.tool}": wrapper_script(
+                        task.spec.oracle.entry
+                    )
+                },
+                mode=0o755,
+            )
+            await _commit(c, oracle, task, "oracle")
+        finally:
+            await c.remove()
+    progress(f"images ready for {task.id}")
+    return TaskImages(agent=agent, oracle=oracle)
