@@ -52,7 +52,7 @@ def parse_manifest(stdout: bytes) -> Manifest:
 
 
 def diff_manifests(before: Manifest, after: Manifest) -> list[FileChange]:
-    """Added, modified and deleted paths; a directory counts only when added or deleted."""
+    """Added, modified and deleted paths (a directory is modified only when its mode changes)."""
     changes: list[FileChange] = []
     for path in sorted(before.keys() | after.keys()):
         old, new = before.get(path), after.get(path)
@@ -61,9 +61,6 @@ def diff_manifests(before: Manifest, after: Manifest) -> list[FileChange]:
         entry = new if new is not None else old
         assert entry is not None
         kind = "added" if old is None else "deleted" if new is None else "modified"
-        if kind == "modified" and entry.get("type") == "dir" and old and old.get("type") == "dir":
-            if old.get("mode") == new.get("mode"):  # type: ignore[union-attr]
-                continue
         changes.append(
             FileChange(
                 path=path,
