@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Shared by scripts/console.sh and scripts/test.sh: engine up, venv with the package, images.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/engine.sh
+
+if [ ! -x .venv/bin/python ]; then
+  echo "[env] creating .venv"
+  python3 -m venv .venv
+fi
+if ! .venv/bin/python -c "import icae_tui, pytest" >/dev/null 2>&1 \
+   || [ pyproject.toml -nt .venv/.installed ]; then
+  echo "[env] installing icae-tui and its dev tools into .venv"
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -e ".[dev]"
+  touch .venv/.installed
+fi
+
+echo "[env] building images (offline; the first time takes about a minute)"
+.venv/bin/icae images build

@@ -1,0 +1,102 @@
+"""Whole runs against the real engine: headless, through the orchestrator and the store."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from icae_tui.domain.events import CaseFinished, QuestionAnswered
+from icae_tui.domain.task import Level
+from icae_tui.run import Run, RunConfig
+from tests.conftest import FIXTURE_TASKS, ROOT
+
+pytestmark = pytest.mark.docker
+
+
+async def _run(task, agent, store, level=Level.L1):
+    run = Run(RunConfig(task=task, agent=agent, level=level, pace_s=0), store)
+    outcome = await run.execute()
+    return run, outcome
+
+
+async def test_mini_good_partial_broken(fixture_catalog, store):
+    task = fixture_catalog.tasks["mini"]
+    run, good = await _run(task, "scripted:good", store)
+    assert good.status == "completed" and good.score.overall == 1.0
+    answers = [e for e in store.events(run.run_id) if isinstance(e, QuestionAnswered)]
+    assert [a.record_ids for a in answers] == [["C001"], ["C002"]]
+
+    run, partial = await _run(task, "scripted:partial", store)
+    failed = {r.case_id: r for r in partial.results if not r.passed}
+    assert set(failed) == {"hidden/ops#0", "hidden/ops#2", "enhanced/edge#1"}
+    assert failed["hidden/ops#2"].verdict == "side_effects"
+    assert "n.txt.bak: added" in failed["hidden/ops#2"].reason
+    assert partial.score.overall == pytest.approx(2 / 5)
+
+    run, broken = await _run(task, "scripted:broken", store)
+    assert broken.status == "completed" and not broken.score.build_ok
+    assert broken.score.overall == 0.0
+    assert all(r.verdict == "build_error" for r in broken.results)
+    assert "SyntaxError" in broken.results[0].reason
+
+
+async def test_every_event_is_stored_and_report_lists_both_sides(fixture_catalog, store):
+    run, outcome = await _run(fixture_catalog.tasks["mini"], "scripted:good", store)
+    stored = store.events(run.run_id)
+    assert [e.seq for e in stored] == list(range(1, len(stored) + 1))
+    assert sum(isinstance(e, CaseFinished) for e in stored) == 6
+    report = json.loads(outcome.report_path.read_text())
+    note = next(c for c in report["cases"] if c["case_id"] == "hidden/ops#2")
+    for side in ("oracle", "delivery"):
+        assert note[side]["exit_code"] == 0
+        assert note[side]["stdout"] == "wrote n.txt\n"
+        assert note[side]["changes"][0]["path"] == "n.txt"
+    assert [c["case_id"] for c in report["cases"]][0] == "public/upper#0"  # planned order
+
+
+async def test_unknown_agent_and_missing_solution_fail_cleanly(fixture_catalog, store):
+    task = fixture_catalog.tasks["mini"]
+    _, outcome = await _run(task, "scripted:nonexistent", store)
+    assert outcome.status == "failed"
+    assert "nonexistent.yaml" in outcome.error and "good" in outcome.error
+    _, outcome = await _run(task, "gpt:x", store)
+    assert outcome.status == "failed" and "unknown kind" in outcome.error
+
+
+async def test_timeout_case_gets_its_own_verdict(fixture_catalog, store, tmp_path):
+    import shutil
+
+    from icae_tui.catalog import load_catalog
+
+    root = tmp_path / "tasks"
+    shutil.copytree(FIXTURE_TASKS / "mini", root / "mini")
+    (root / "mini" / "cases" / "enhanced" / "slow.json").write_text(
+        json.dumps({"description": "slow", "cases": [{"input": {"op": "sleep"}, "timeout_s": 1}]})
+    )
+    # the oracle sleeps too: both sides time out, so it is the oracle's failure, not the agent's
+    task = load_catalog(root).tasks["mini"]
+    _, outcome = await _run(task, "scripted:good", store)
+    slow = next(r for r in outcome.results if r.case_id == "enhanced/slow#0")
+    assert slow.verdict == "oracle_error"
+    assert slow.oracle.timed_out and slow.delivery.timed_out
+    assert outcome.score.overall == 1.0
+
+
+def test_headless_cli_writes_report_and_exit_status(tmp_path):
+    report = tmp_path / "report.json"
+    cmd = [sys.executable, "-m", "icae_tui", "--tasks", str(FIXTURE_TASKS), "--home", str(tmp_path),
+           "run", "--task", "mini", "--agent", "scripted:partial", "--report", str(report)]  # fmt: skip
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr  # a low score is not a failed run
+    assert "FAIL hidden/ops#2" in out.stdout and "score: overall 40.0%" in out.stdout
+    data = json.loads(report.read_text())
+    assert {c["case_id"] for c in data["failed_cases"]} == {
+        "hidden/ops#0",
+        "hidden/ops#2",
+        "enhanced/edge#1",
+    }
+    bad = subprocess.run(cmd[:-6] + ["--task", "nope"], capture_output=True, text=True, cwd=ROOT)
+    assert bad.returncode == 2 and "unknown task 'nope'" in bad.stderr

@@ -1,0 +1,118 @@
+"""The sandbox against the real engine: streams, stdin, timeouts, isolation, cleanup."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from icae_tui.sandbox.containers import container, create_container
+from icae_tui.sandbox.engine import connect
+from icae_tui.sandbox.images import BASE_IMAGE, ensure_base_image
+
+pytestmark = pytest.mark.docker
+
+LIST_PROCS = (
+    "import os\n"
+    "for p in os.listdir('/proc'):\n"
+    "    if p.isdigit():\n"
+    "        try: print(open(f'/proc/{p}/cmdline','rb').read().replace(b'\\0', b' ').decode())\n"
+    "        except OSError: pass\n"
+)
+
+
+@pytest.fixture
+async def docker():
+    d = await connect()
+    await ensure_base_image(d)
+    yield d
+    await d.close()
+
+
+async def test_streams_are_separate_and_byte_exact(docker):
+    async with container(docker, BASE_IMAGE, run_id="t-streams", role="test") as c:
+        res = await c.exec("printf 'out\\0\\xff'; printf 'err' >&2; exit 3")
+        assert res.exit_code == 3
+        assert res.stdout == b"out\x00\xff"
+        assert res.stderr == b"err"
+        assert res.stdout_bytes == 5 and len(res.stdout_sha256) == 64
+        echoed = await c.exec("cat", stdin=b'{"op": "x"}\n\x00tail')
+        assert echoed.stdout == b'{"op": "x"}\n\x00tail'
+
+
+async def test_output_cap_keeps_counting(docker):
+    async with container(docker, BASE_IMAGE, run_id="t-cap", role="test") as c:
+        res = await c.exec("head -c 3000000 /dev/zero", cap_bytes=1000)
+        assert len(res.stdout) == 1000
+        assert res.stdout_bytes == 3_000_000
+        assert res.truncated
+
+
+async def test_timeout_kills_the_process_inside_the_container(docker):
+    async with container(docker, BASE_IMAGE, run_id="t-timeout", role="test") as c:
+        res = await c.exec("echo started; sleep 77", timeout_s=1)
+        assert res.timed_out and res.exit_code == 124
+        assert res.stdout == b"started\n"
+        procs = (await c.exec(["python3", "-c", LIST_PROCS])).stdout.decode()
+        assert "sleep 77" not in procs
+
+
+async def test_no_network_and_limits_and_labels(docker):
+    async with container(docker, BASE_IMAGE, run_id="t-iso", role="test") as c:
+        net = await c.exec("cat /proc/net/dev")
+        interfaces = {line.split(":")[0].strip() for line in net.stdout.decode().splitlines()[2:]}
+        assert interfaces == {"lo"}
+        probe = await c.exec(
+            ["python3", "-c", "import socket; socket.create_connection(('1.1.1.1', 53), timeout=2)"]
+        )
+        assert probe.exit_code != 0
+        info = await c.raw.show()
+        host = info["HostConfig"]
+        assert host["NetworkMode"] == "none"
+        assert host["Memory"] == host["MemorySwap"] > 0
+        assert host["PidsLimit"] == 256
+        assert info["Config"]["Labels"]["icae.tool"] == "icae-tui"
+        assert info["Config"]["Labels"]["icae.run"] == "t-iso"
+
+
+async def test_files_in_and_out(docker):
+    async with container(docker, BASE_IMAGE, run_id="t-files", role="test") as c:
+        await c.put_files({"/data/sub/a.txt": "héllo\n".encode()})
+        res = await c.exec("cat sub/a.txt", workdir="/data")
+        assert res.stdout.decode() == "héllo\n"
+        tar = await c.get_tar("/data/sub/a.txt")
+        member = tar.extractfile("a.txt")
+        assert member is not None and member.read() == "héllo\n".encode()
+
+
+async def _ours(docker, run_id: str) -> list:
+    filters = json.dumps({"label": [f"icae.run={run_id}"]})
+    return await docker.containers.list(all=True, filters=filters)
+
+
+async def test_cancel_removes_the_container(docker):
+    started = asyncio.Event()
+
+    async def work():
+        async with container(docker, BASE_IMAGE, run_id="t-cancel", role="test") as c:
+            started.set()
+            await c.exec("sleep 60", timeout_s=60)
+
+    task = asyncio.create_task(work())
+    await asyncio.wait_for(started.wait(), 30)
+    assert len(await _ours(docker, "t-cancel")) == 1
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await _ours(docker, "t-cancel") == []
+
+
+async def test_pid_one_is_init_with_a_ttl(docker):
+    c = await create_container(docker, BASE_IMAGE, run_id="t-init", role="test")
+    try:
+        info = await c.raw.show()
+        assert info["HostConfig"]["Init"] is True
+        assert info["Config"]["Cmd"][0] == "sleep"
+    finally:
+        await c.remove()

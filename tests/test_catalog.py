@@ -1,0 +1,71 @@
+import json
+import shutil
+
+from icae_tui.catalog import load_catalog
+from tests.conftest import FIXTURE_TASKS
+
+
+def _copy_fixture(tmp_path, name="mini"):
+    dest = tmp_path / name
+    shutil.copytree(FIXTURE_TASKS / "mini", dest)
+    if name != "mini":
+        toml = dest / "task.toml"
+        toml.write_text(toml.read_text().replace('id = "mini"', f'id = "{name}"'))
+    return dest
+
+
+def test_fixture_task_loads(fixture_catalog):
+    assert fixture_catalog.errors == []
+    task = fixture_catalog.tasks["mini"]
+    assert [c.id for c in task.cases_in("public")] == ["public/upper#0"]
+    assert len(task.cases_in("hidden")) == 3
+    assert task.solutions == ["broken", "good", "partial"]
+    # the dispatcher's `op` is the default command pattern
+    assert {c.pattern for c in task.cases_in("hidden")} == {"count", "nope", "note"}
+
+
+def test_bundled_tasks_load_without_errors(bundled_catalog):
+    assert bundled_catalog.errors == []
+    assert {"semver", "tidy"} <= set(bundled_catalog.tasks)
+
+
+def test_malformed_toml_field_is_named_and_others_still_load(tmp_path):
+    _copy_fixture(tmp_path, "mini")
+    bad = _copy_fixture(tmp_path, "bad")
+    toml = bad / "task.toml"
+    toml.write_text(toml.read_text().replace("budget = 3", 'budget = "lots"'))
+    catalog = load_catalog(tmp_path)
+    assert list(catalog.tasks) == ["mini"]
+    [err] = catalog.errors
+    assert str(err.path).endswith("bad/task.toml")
+    assert "budget" in err.message
+
+
+def test_invalid_json_names_file_and_line(tmp_path):
+    bad = _copy_fixture(tmp_path, "broken1")
+    (bad / "cases" / "hidden" / "ops.json").write_text('{"description": "x",\n "cases": [}')
+    [err] = load_catalog(tmp_path).errors
+    assert str(err.path).endswith("cases/hidden/ops.json")
+    assert "line 2" in err.message
+
+
+def test_case_field_error_names_the_case(tmp_path):
+    bad = _copy_fixture(tmp_path, "broken2")
+    path = bad / "cases" / "hidden" / "ops.json"
+    data = json.loads(path.read_text())
+    data["cases"][1]["files"] = {"../escape.txt": "x"}
+    path.write_text(json.dumps(data))
+    [err] = load_catalog(tmp_path).errors
+    assert "cases.1.files" in err.message
+
+
+def test_missing_prd_and_unknown_key(tmp_path):
+    a = _copy_fixture(tmp_path, "noprd")
+    (a / "prd" / "L2.md").unlink()
+    b = _copy_fixture(tmp_path, "typo")
+    toml = b / "task.toml"
+    toml.write_text(toml.read_text().replace("[cases]", "[cases]\ntimout_s = 3"))
+    errors = load_catalog(tmp_path).errors
+    by_task = {next(p for p in e.path.parts if p in ("noprd", "typo")): e for e in errors}
+    assert "L2" in by_task["noprd"].message
+    assert "timout_s" in by_task["typo"].message

@@ -1,0 +1,68 @@
+import time
+
+from icae_tui.domain.task import OracleData
+from icae_tui.users.matching import match
+
+DATA = OracleData.model_validate(
+    {
+        "hidden_constraints": [
+            {
+                "constraint_id": "C001",
+                "trigger_keywords": [
+                    "how should invalid versions be reported",
+                    "what error format should I use",
+                ],
+                "oracle_response": "err",
+            },
+            {
+                "constraint_id": "C002",
+                "trigger_keywords": [
+                    "how are prerelease versions ordered",
+                    "prerelease precedence rules",
+                ],
+                "oracle_response": "pre",
+            },
+        ],
+        "context_pointers": [{"vague_reference": "like npm does", "actual_meaning": "caret"}],
+        "fallback_response": "fb",
+    }
+)
+
+
+def test_matches_records_and_pointers():
+    assert [c.record_id for c in match("What error format should I use?", DATA).chosen] == ["C001"]
+    assert [c.record_id for c in match("What do you mean by 'like npm does'?", DATA).chosen] == [
+        "CP001"
+    ]
+
+
+def test_unrelated_question_falls_back_deterministically():
+    first = match("What colour should the logo be?", DATA)
+    assert first.fallback
+    assert first == match("What colour should the logo be?", DATA)
+    assert first.runner_up is not None
+
+
+def test_hundred_records_under_5ms():
+    big = OracleData.model_validate(
+        {
+            "hidden_constraints": [
+                {
+                    "constraint_id": f"C{i:03d}",
+                    "trigger_keywords": [
+                        f"question number {i} about feature {i * 7}",
+                        f"how does feature {i} behave on empty input",
+                    ],
+                    "oracle_response": str(i),
+                }
+                for i in range(100)
+            ],
+            "fallback_response": "fb",
+        }
+    )
+    match("how does feature 42 behave on empty input", big)
+    started = time.perf_counter()
+    for _ in range(20):
+        result = match("how does feature 42 behave on empty input", big)
+    assert (time.perf_counter() - started) / 20 < 0.005
+    assert result.chosen[0].record_id == "C042"
