@@ -58,10 +58,15 @@ async def ensure_base_image(
     if await image_exists(docker, name):
         return name
     if name != BASE_IMAGE:
-        raise ImageBuildError(
-            f"image {name!r} is missing and no registry is configured here; "
-            f"pull it first or use {BASE_IMAGE}"
-        )
+        progress(f"pulling {name}")
+        try:
+            await docker.images.pull(name)
+        except aiodocker.DockerError as err:
+            raise ImageBuildError(
+                f"image {name!r} is missing and could not be pulled ({err.message}); "
+                f"pull it by hand where a registry is reachable, or use {BASE_IMAGE}"
+            ) from None
+        return name
     if shutil.which("debootstrap") is None:
         raise ImageBuildError(
             "debootstrap is not installed (apt-get install debootstrap) — needed to build "
