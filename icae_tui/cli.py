@@ -117,6 +117,29 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reap(args: argparse.Namespace) -> int:
+    from icae_tui.sandbox.engine import EngineUnavailable, connect
+    from icae_tui.sandbox.reaper import reap
+
+    async def go() -> int:
+        try:
+            docker = await connect()
+        except EngineUnavailable as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        try:
+            report = await reap(docker)
+        finally:
+            await docker.close()
+        print(
+            f"removed {len(report.containers)} container(s) and {len(report.images)} image(s); "
+            f"kept {report.kept} container(s) of live runs"
+        )
+        return 0
+
+    return asyncio.run(go())
+
+
 def cmd_console(args: argparse.Namespace) -> int:
     from icae_tui.ui.app import IcaeApp
 
@@ -153,6 +176,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--concurrency", type=int, default=3, help="cases evaluated at once")
     run.add_argument("-v", "--verbose", action="store_true", help="print agent command output")
 
+    sub.add_parser("reap", help="remove containers and images that dead or expired runs left")
+
     runs = sub.add_parser("runs", help="list stored runs, or export one")
     runs.add_argument("--export", metavar="RUN_ID", help="print a stored run's JSON report")
     return p
@@ -167,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         "images": cmd_images,
         "run": cmd_run,
         "runs": cmd_runs,
+        "reap": cmd_reap,
     }
     return handlers[args.command](args)
 

@@ -43,9 +43,10 @@ from icae_tui.domain.task import Level, Split, Task
 from icae_tui.evaluation.differential import Sides, build_error_result, run_cases
 from icae_tui.evaluation.scoring import score
 from icae_tui.report import write_report
-from icae_tui.sandbox.containers import Container, ExecResult, create_container
+from icae_tui.sandbox.containers import Container, ExecResult, create_container, labels_for
 from icae_tui.sandbox.engine import EngineUnavailable, connect, is_engine_error
 from icae_tui.sandbox.images import ImageBuildError, ensure_task_images, wrapper_script
+from icae_tui.sandbox.reaper import reap
 from icae_tui.store import RunStore
 from icae_tui.users.responders import ClarificationChannel, HumanResponder, Responder, SimulatedUser
 
@@ -139,6 +140,7 @@ class Run:
         try:
             agent = make_agent(cfg.agent, task, pace_s=cfg.pace_s)
             docker = await connect()
+            await self._sweep(docker)
             outcome = await self._phases(docker, agent)
         except asyncio.CancelledError:
             outcome = RunOutcome(self.run_id, "cancelled", None, "cancelled by the operator")
@@ -158,6 +160,17 @@ class Run:
                     await asyncio.shield(docker.close())
         await self._finish(outcome)
         return outcome
+
+    async def _sweep(self, docker: aiodocker.Docker) -> None:
+        """Start-up sweep: what crashed runs left behind (ours, dead or expired) goes."""
+        swept = await reap(docker)
+        if swept.containers or swept.images:
+            await self.emit(
+                Progress(
+                    message=f"removed {len(swept.containers)} container(s) and "
+                    f"{len(swept.images)} image(s) left by earlier runs"
+                )
+            )
 
     async def _finish(self, outcome: RunOutcome) -> None:
         report_path = self.store.artifacts_dir / self.run_id / "report.json"
@@ -208,11 +221,7 @@ class Run:
                 mode=0o755,
             )
             repo, tag = delivery_image.split(":", 1)
-            await agent_box.commit(
-                repo,
-                tag,
-                {"icae.tool": "icae-tui", "icae.run": self.run_id, "icae.role": "delivery"},
-            )
+            await agent_box.commit(repo, tag, labels_for(self.run_id, "delivery", ttl_s=24 * 3600))
         finally:
             await asyncio.shield(agent_box.remove())
 

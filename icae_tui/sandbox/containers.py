@@ -13,6 +13,7 @@ import hashlib
 import io
 import os
 import shlex
+import socket
 import tarfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -40,6 +41,7 @@ class Limits:
     pids: int = 256
     nano_cpus: int = 1_000_000_000
     ttl_s: int = 3600
+    file_bytes: int = 256 * 1024 * 1024  # largest file a process may write
 
 
 @dataclass
@@ -204,11 +206,13 @@ def make_tar(files: dict[str, bytes], *, mode: int = 0o644) -> bytes:
 
 
 def labels_for(run_id: str, role: str, ttl_s: int) -> dict[str, str]:
+    """Ownership labels: the reaper removes only what is ours and dead or expired."""
     return {
         LABEL_TOOL: TOOL_NAME,
         "icae.run": run_id,
         "icae.role": role,
         "icae.owner-pid": str(os.getpid()),
+        "icae.owner-host": socket.gethostname(),
         "icae.expires": str(int(time.time()) + ttl_s),
     }
 
@@ -222,7 +226,9 @@ async def create_container(
     limits: Limits = Limits(),
     workdir: str = "/",
     binds: list[str] | None = None,
+    hardened: bool = True,
 ) -> Container:
+    """A started container. `hardened` (all but image builds) drops every capability."""
     host_config: dict[str, object] = {
         "NetworkMode": "none",
         "Memory": limits.memory_bytes,
@@ -231,7 +237,14 @@ async def create_container(
         "NanoCpus": limits.nano_cpus,
         "Init": True,
         "SecurityOpt": ["no-new-privileges"],
+        "Ulimits": [
+            {"Name": "nofile", "Soft": 1024, "Hard": 1024},
+            {"Name": "fsize", "Soft": limits.file_bytes, "Hard": limits.file_bytes},
+            {"Name": "core", "Soft": 0, "Hard": 0},
+        ],
     }
+    if hardened:
+        host_config["CapDrop"] = ["ALL"]
     if binds:
         host_config["Binds"] = binds
     config = {

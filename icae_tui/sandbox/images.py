@@ -165,7 +165,7 @@ async def ensure_task_images(
     agent = f"icae-agent-{task.id}:{recipe_hash(task, base_id, 'agent')}"
     if not await image_exists(docker, agent):
         progress(f"building {agent}")
-        c = await create_container(docker, base, run_id="image-build", role="build")
+        c = await create_container(docker, base, run_id="image-build", role="build", hardened=False)
         try:
             await _run_setup(c, task.spec.image.setup, progress, agent)
             ws, wd = task.spec.delivery.workspace, task.spec.cases.workdir
@@ -177,7 +177,9 @@ async def ensure_task_images(
     oracle = f"icae-oracle-{task.id}:{recipe_hash(task, agent_id, 'oracle')}"
     if not await image_exists(docker, oracle):
         progress(f"building {oracle}")
-        c = await create_container(docker, agent, run_id="image-build", role="build")
+        c = await create_container(
+            docker, agent, run_id="image-build", role="build", hardened=False
+        )
         try:
             files: dict[str, bytes] = {}
             oracle_dir = Path(task.root) / "oracle"

@@ -1,0 +1,81 @@
+"""The Textual console. Only this package imports Textual; the core knows nothing of it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from textual.app import App
+from textual.binding import Binding
+from textual.worker import WorkerState
+
+from icae_tui.catalog import Catalog
+from icae_tui.domain.task import Task
+from icae_tui.run import Run, RunConfig
+from icae_tui.store import RunStore
+from icae_tui.ui.screens.history import HistoryScreen
+from icae_tui.ui.screens.run import RUN_GROUP, RunScreen
+from icae_tui.ui.screens.run_setup import RunSetupScreen
+from icae_tui.ui.screens.task_list import TaskListScreen
+from icae_tui.ui.theme import ICAE_THEME
+
+QUIT_GRACE_S = 10.0  # how long quitting waits for a cancelled run to clean up
+
+
+class IcaeApp(App[None]):
+    CSS_PATH = "app.tcss"
+    TITLE = "icae"
+    SUB_TITLE = "interactive coding-agent evaluation"
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS = [
+        Binding("ctrl+q", "quit", "Quit", priority=True),
+    ]
+
+    def __init__(self, *, catalog: Catalog, store: RunStore, pace_s: float | None = None) -> None:
+        super().__init__()
+        self.catalog = catalog
+        self.store = store
+        self.pace_s = pace_s
+        self.register_theme(ICAE_THEME)
+        self.theme = ICAE_THEME.name
+
+    def get_default_screen(self) -> TaskListScreen:
+        return TaskListScreen(self.catalog)
+
+    # --- navigation ---------------------------------------------------------------------
+
+    def open_setup(self, task: Task) -> None:
+        def chosen(config: RunConfig | None) -> None:
+            if config is not None:
+                self.start_run(config)
+
+        self.push_screen(RunSetupScreen(task, pace_s=self.pace_s), chosen)
+
+    def start_run(self, config: RunConfig) -> RunScreen:
+        screen = RunScreen(Run(config, self.store))
+        self.push_screen(screen)
+        return screen
+
+    def open_history(self) -> None:
+        self.push_screen(HistoryScreen(self.store))
+
+    # --- quitting -----------------------------------------------------------------------
+
+    def running_runs(self) -> list:
+        return [
+            w
+            for w in self.workers
+            if w.group == RUN_GROUP and w.state in (WorkerState.PENDING, WorkerState.RUNNING)
+        ]
+
+    async def action_quit(self) -> None:
+        """Cancel a running run first so its containers are removed, then exit."""
+        running = self.running_runs()
+        if running:
+            self.notify("Cancelling the run before quitting…")
+            for worker in running:
+                worker.cancel()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.workers.wait_for_complete(running), QUIT_GRACE_S)
+            await asyncio.sleep(0.5)  # let shielded container removals finish
+        self.exit()

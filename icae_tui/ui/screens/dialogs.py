@@ -1,0 +1,121 @@
+"""Small modal dialogs: a yes/no confirmation and a case's details."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+from icae_tui.domain.results import CaseResult, SideRun
+from icae_tui.ui.text import exit_text, safe, verdict_text
+
+OUTPUT_LIMIT = 20_000
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    BINDINGS = [
+        Binding("escape,n", "answer(False)", "No"),
+        Binding("y", "answer(True)", "Yes"),
+    ]
+
+    def __init__(self, question: str, yes: str = "Yes", no: str = "No") -> None:
+        super().__init__()
+        self.question = question
+        self.yes, self.no = yes, no
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm-dialog"):
+            yield Static(Text(self.question), id="confirm-question")
+            with Horizontal(id="confirm-buttons"):
+                yield Button(self.yes, variant="error", id="yes")
+                yield Button(self.no, variant="primary", id="no")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, value: bool) -> None:
+        self.dismiss(value)
+
+
+def side_text(name: str, side: SideRun | None) -> Text:
+    text = Text()
+    text.append(f"{name}\n", style="bold underline")
+    if side is None:
+        text.append("did not run\n", style="dim italic")
+        return text
+    text.append("exit ", style="dim")
+    text.append_text(exit_text(side.exit_code, side.timed_out))
+    text.append(f"  ·  {side.duration_s:.2f}s", style="dim")
+    text.append(f"  ·  stdout {side.stdout_bytes} B · stderr {side.stderr_bytes} B\n", style="dim")
+    for label, body in (("stdout", side.stdout), ("stderr", side.stderr)):
+        text.append(f"\n{label}\n", style="bold cyan")
+        if body:
+            text.append_text(safe(body, lines=True, limit=OUTPUT_LIMIT))
+            if not body.endswith("\n"):
+                text.append("⏎ (no final newline)\n", style="dim")
+        else:
+            text.append("(empty)\n", style="dim italic")
+    text.append("\nchanges\n", style="bold cyan")
+    if not side.changes:
+        text.append("(none)\n", style="dim italic")
+    for change in side.changes:
+        text.append(f"{change.change:<9} ", style="yellow")
+        text.append_text(safe(change.path))
+        text.append(f"  {change.type} {change.size} B", style="dim")
+        if change.sha256:
+            text.append(f"  sha256 {change.sha256[:12]}", style="dim")
+        if change.target:
+            text.append(" → ")
+            text.append_text(safe(change.target))
+        text.append("\n")
+    return text
+
+
+def case_summary_text(r: CaseResult) -> Text:
+    text = Text()
+    text.append_text(safe(r.case_id, "bold"))
+    text.append("  ")
+    text.append_text(verdict_text(r.verdict))
+    text.append("  ")
+    text.append_text(safe(r.reason, limit=1000))
+    text.append("\npattern ", style="dim")
+    text.append_text(safe(r.pattern))
+    text.append("  ·  split ", style="dim")
+    text.append_text(safe(r.split))
+    marks = "  ".join(
+        f"{label} {'✔' if ok else '✘'}"
+        for label, ok in (("exec", r.exec_ok), ("SP", r.sp), ("EM", r.em), ("FM", r.fm))
+    )
+    text.append(f"  ·  {marks}  (FM score {r.fm_score:.2f})\n", style="dim")
+    text.append("command ", style="dim")
+    text.append_text(safe(r.command, lines=True, limit=2000))
+    return text
+
+
+class CaseDetailScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,enter", "close", "Close")]
+
+    def __init__(self, result: CaseResult) -> None:
+        super().__init__()
+        self.result = result
+
+    def compose(self) -> ComposeResult:
+        r = self.result
+        with Vertical(id="case-dialog") as dialog:
+            dialog.border_title = f"Case {r.case_id}"
+            yield Static(case_summary_text(r), id="case-summary")
+            with Horizontal(id="case-sides"):
+                with VerticalScroll(classes="case-side", id="case-oracle"):
+                    yield Static(side_text("oracle (golden)", r.oracle))
+                with VerticalScroll(classes="case-side", id="case-delivery"):
+                    yield Static(side_text("delivery (agent)", r.delivery))
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,70 @@
+"""Past runs from the store; Enter replays a run's stored events in a run screen."""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+
+from icae_tui.store import RunStore
+from icae_tui.ui.text import STATUS_STYLES, pct, safe
+
+
+class HistoryScreen(Screen[None]):
+    BINDINGS = [
+        Binding("escape,q", "back", "Back"),
+    ]
+
+    def __init__(self, store: RunStore) -> None:
+        super().__init__()
+        self.store = store
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        table: DataTable[Text] = DataTable(id="runs", cursor_type="row", zebra_stripes=True)
+        table.border_title = "Past runs — Enter to open"
+        yield table
+        yield Static(id="runs-empty")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "past runs"
+        table = self.query_one("#runs", DataTable)
+        for key, label in (
+            ("run", "run"), ("task", "task"), ("agent", "agent"), ("level", "level"),
+            ("responder", "responder"), ("status", "status"), ("overall", "overall"),
+            ("when", "started"), ("error", "error"),
+        ):  # fmt: skip
+            table.add_column(label, key=key)
+        rows = self.store.runs()
+        for row in rows:
+            table.add_row(
+                safe(row.run_id, "bold"),
+                safe(row.task_id),
+                safe(row.agent),
+                safe(row.level),
+                safe(row.responder),
+                Text(row.status, style=STATUS_STYLES.get(row.status, "yellow")),
+                Text("—" if row.overall is None else pct(row.overall), justify="right"),
+                Text(time.strftime("%Y-%m-%d %H:%M", time.localtime(row.started_at)), "dim"),
+                safe(row.error, "red", limit=80),
+                key=row.run_id,
+            )
+        empty = self.query_one("#runs-empty", Static)
+        empty.display = not rows
+        empty.update(Text("No runs yet.", style="dim italic"))
+        table.focus()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        from icae_tui.ui.screens.run import RunScreen
+
+        run_id = event.row_key.value or ""
+        self.app.push_screen(RunScreen(replay=self.store.events(run_id)))
+
+    def action_back(self) -> None:
+        self.app.pop_screen()

@@ -1,0 +1,445 @@
+"""The run screen: header, agent trace, clarifications, results, score and status.
+
+`handle_event` is the run's subscriber: it is called synchronously on the app's loop for each
+event, in order. Cheap, rare events update widgets at once; the trace, the results table and
+the score line are queued and flushed together every FLUSH_S seconds.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Protocol
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Static
+from textual.worker import Worker, WorkerState
+
+from icae_tui.domain.events import (
+    AgentCommand,
+    AgentCommandDone,
+    AgentOutput,
+    AgentSaid,
+    AgentSubmitted,
+    AgentWrote,
+    BuildChecked,
+    CaseFinished,
+    CasesPlanned,
+    Event,
+    PhaseChanged,
+    Progress,
+    QuestionAnswered,
+    QuestionAsked,
+    RunFinished,
+    RunStarted,
+    ScoreUpdated,
+)
+from icae_tui.domain.results import Score
+from icae_tui.run import RunConfig, RunOutcome
+from icae_tui.ui.screens.dialogs import CaseDetailScreen, ConfirmScreen
+from icae_tui.ui.text import STATUS_STYLES, safe, score_text
+from icae_tui.ui.widgets.clarifications import ClarificationPane
+from icae_tui.ui.widgets.results import ResultsTable
+from icae_tui.ui.widgets.trace import TraceLog
+
+FLUSH_S = 0.08
+RUN_GROUP = "icae-run"
+PHASES = ("prepare", "generate", "freeze", "build", "evaluate", "score")
+
+
+class RunLike(Protocol):
+    """What the screen needs of a Run (a real `icae_tui.run.Run`, or a test double)."""
+
+    config: RunConfig
+    run_id: str
+
+    def subscribe(self, callback) -> None: ...  # noqa: ANN001
+    async def execute(self) -> RunOutcome: ...
+    def answer(self, question_id: int, text: str) -> bool: ...
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    return f"{seconds // 60:02d}:{seconds % 60:02d}"
+
+
+class RunScreen(Screen[None]):
+    BINDINGS = [
+        Binding("escape", "back", "Back"),
+        Binding("q", "back", "Back", show=False),
+        Binding("c", "cancel_run", "Cancel run"),
+        Binding("t", "focus('trace')", "Trace", show=False),
+        Binding("r", "focus('results')", "Results", show=False),
+        Binding("f", "follow", "Follow trace"),
+    ]
+
+    def __init__(self, run: RunLike | None = None, *, replay: Iterable[Event] = ()) -> None:
+        super().__init__()
+        self.run = run
+        self._replay = list(replay)
+        self.worker: Worker[RunOutcome] | None = None
+        self.outcome: RunOutcome | None = None
+        self.finished: RunFinished | None = None
+        self.crashed = ""
+        self.started: RunStarted | None = None
+        self.phase = ""
+        self.phase_detail = ""
+        self.score: Score | None = None
+        self.status_message = ""
+        self.awaiting: int | None = None
+        self.cancelling = False
+        self._leave_when_done = False
+        self._score_dirty = False
+        self._t0 = time.monotonic()
+        self._t_end: float | None = None
+        self._patterns: dict[str, str] = {}
+        if run is not None:
+            self._patterns = {ref.id: ref.pattern for ref in run.config.task.cases}
+
+    # --- layout -----------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="run-header")
+        with Horizontal(id="run-top"):
+            trace = TraceLog(id="trace")
+            trace.border_title = "Agent trace"
+            yield trace
+            with Vertical(id="side"):
+                yield ClarificationPane(id="clarify")
+                answer = Input(id="answer", placeholder="Type your answer and press Enter")
+                answer.display = False
+                yield answer
+        results = ResultsTable(id="results")
+        results.border_title = "Results"
+        yield results
+        yield Static(score_text(None), id="score")
+        yield Static(id="status")
+        yield Footer()
+
+    @property
+    def trace(self) -> TraceLog:
+        return self.query_one("#trace", TraceLog)
+
+    @property
+    def results(self) -> ResultsTable:
+        return self.query_one("#results", ResultsTable)
+
+    @property
+    def clarify(self) -> ClarificationPane:
+        return self.query_one("#clarify", ClarificationPane)
+
+    @property
+    def running(self) -> bool:
+        return self.worker is not None and self.worker.state in (
+            WorkerState.PENDING,
+            WorkerState.RUNNING,
+        )
+
+    def on_mount(self) -> None:
+        self.set_interval(FLUSH_S, self.flush, name="flush")
+        self.set_interval(1.0, self._render_header, name="clock")
+        self._render_header()
+        self._set_status(Text("waiting for the run to start…", style="dim"))
+        if self.run is not None:
+            cfg = self.run.config
+            self.phase = "starting"
+            self.sub_title = f"{cfg.task.id} · {cfg.agent}"
+            self.run.subscribe(self.handle_event)
+            self.worker = self.run_worker(
+                self._execute(),
+                name=f"run {self.run.run_id}",
+                group=RUN_GROUP,
+                exit_on_error=False,
+                exclusive=False,
+            )
+        elif self._replay:
+            for ev in self._replay:
+                self.handle_event(ev)
+            self.flush()
+        self.trace.focus()
+
+    async def _execute(self) -> RunOutcome:
+        assert self.run is not None
+        self.outcome = await self.run.execute()
+        return self.outcome
+
+    # --- events -----------------------------------------------------------------------------
+
+    def handle_event(self, ev: Event) -> None:
+        """The run's subscriber. Never raises: a display problem shows in the status line."""
+        if not self.is_attached:
+            return
+        try:
+            self._apply(ev)
+        except Exception as err:  # noqa: BLE001 - the display must survive anything
+            self._set_status(
+                Text(f"display error on {type(ev).__name__}: {type(err).__name__}: ", "red")
+                + safe(err, limit=300)
+            )
+
+    def _apply(self, ev: Event) -> None:  # noqa: C901 - one branch per event kind
+        trace = self.trace
+        match ev:
+            case AgentOutput():
+                trace.add_output(ev.stream, ev.text)
+            case RunStarted():
+                self.started = ev
+                self._t0 = time.monotonic()
+                self.clarify.set_budget(ev.budget)
+                trace.add(
+                    f"run {ev.run_id} · task {ev.task_id} · agent {ev.agent} · level {ev.level}"
+                    f" · responder {ev.responder} · budget {ev.budget}"
+                )
+                self._render_header()
+            case PhaseChanged():
+                self.phase, self.phase_detail = ev.phase, ev.detail
+                trace.add(f"━━ {ev.phase}" + (f" · {ev.detail}" if ev.detail else ""))
+                self._set_status(safe(f"{ev.phase}…" + (f" {ev.detail}" if ev.detail else "")))
+                self._render_header()
+            case Progress():
+                trace.add(f"   · {ev.message}")
+                self._set_status(safe(ev.message, "dim", limit=300))
+            case AgentSaid():
+                trace.add(ev.text, prefix="agent › ")
+            case AgentWrote():
+                trace.add(f"agent wrote {ev.path} ({ev.size} bytes)")
+            case AgentCommand():
+                trace.add(ev.command, prefix="$ ")
+            case AgentCommandDone():
+                trace.end_output()
+                note = " · timed out" if ev.timed_out else ""
+                trace.add(f"  ⏎ exit {ev.exit_code} · {ev.duration_s:.2f}s{note}")
+            case QuestionAsked():
+                trace.add(ev.text, prefix=f"? Q{ev.question_id} ")
+                self.clarify.question(ev)
+                if self._human():
+                    self._await_answer(ev.question_id)
+            case QuestionAnswered():
+                trace.add(ev.text, prefix=f"  A{ev.question_id} ")
+                self.clarify.answer(ev)
+                if self.awaiting == ev.question_id:
+                    self._hide_answer_box()
+            case AgentSubmitted():
+                trace.add(ev.message, prefix="agent submitted › ")
+            case BuildChecked():
+                trace.add(f"build {'ok' if ev.ok else 'FAILED'} — {ev.reason}")
+                if not ev.ok:
+                    for stream, body in (("stdout", ev.stdout), ("stderr", ev.stderr)):
+                        if body:
+                            trace.add_output(stream, body)
+                    trace.end_output()
+            case CasesPlanned():
+                trace.add(f"   {len(ev.case_ids)} cases planned")
+                self.results.plan(ev.case_ids, self._patterns)
+            case CaseFinished():
+                self.results.queue(ev.result)
+            case ScoreUpdated():
+                self.score = ev.score
+                self._score_dirty = True
+            case RunFinished():
+                self._finish(ev)
+
+    def _finish(self, ev: RunFinished) -> None:
+        self.finished = ev
+        self._t_end = time.monotonic()
+        if ev.score is not None:
+            self.score = ev.score
+            self._score_dirty = True
+        self._hide_answer_box()
+        self.trace.add(f"━━ run {ev.status}" + (f" — {ev.error}" if ev.error else ""))
+        status = Text()
+        status.append(f"run {ev.status}", style=STATUS_STYLES.get(ev.status, "bold"))
+        if ev.error:
+            status.append(" — ")
+            status.append_text(safe(ev.error, "red", limit=500))
+        if ev.report_path:
+            status.append("   report ", style="dim")
+            status.append_text(safe(ev.report_path))
+        self._set_status(status)
+        self.flush()
+        self._render_header()
+
+    # --- batched drawing --------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Write what has queued up since the last flush (called every FLUSH_S seconds)."""
+        if not self.is_attached:
+            return
+        try:
+            self.trace.flush()
+            self.results.flush()
+            if self._score_dirty:
+                self._score_dirty = False
+                self.query_one("#score", Static).update(score_text(self.score))
+        except Exception as err:  # noqa: BLE001
+            self._set_status(Text(f"display error: {type(err).__name__}: {err}", "red"))
+
+    def _set_status(self, text: Text) -> None:
+        self.status_message = text.plain
+        self.query_one("#status", Static).update(text)
+
+    def _render_header(self) -> None:
+        if not self.is_attached:
+            return
+        st = self.started
+        text = Text()
+        if st is None and self.run is not None:
+            cfg = self.run.config
+            st_id, title, agent, level, responder = (
+                cfg.task.id, cfg.task.spec.title, cfg.agent, cfg.level.value, cfg.responder
+            )  # fmt: skip
+        elif st is not None:
+            st_id, title, agent, level, responder = (
+                st.task_id, st.task_title, st.agent, st.level, st.responder
+            )  # fmt: skip
+        else:
+            self.query_one("#run-header", Static).update(Text("no run", style="dim"))
+            return
+        text.append_text(safe(st_id, "bold"))
+        text.append("  ")
+        text.append_text(safe(title, "italic", limit=60))
+        for label, value in (("agent", agent), ("level", level), ("responder", responder)):
+            text.append(f"   {label} ", style="dim")
+            text.append_text(safe(value, "bold"))
+        text.append("   phase ", style="dim")
+        if self.finished is not None:
+            text.append(self.finished.status, style=STATUS_STYLES.get(self.finished.status, "bold"))
+        elif self.crashed:
+            text.append("crashed", style="bold red")
+        else:
+            step = (
+                f" ({PHASES.index(self.phase) + 1}/{len(PHASES)})" if self.phase in PHASES else ""
+            )
+            text.append_text(safe(self.phase or "—", "bold yellow"))
+            text.append(step, style="dim")
+            if self.phase_detail:
+                text.append(" ")
+                text.append_text(safe(self.phase_detail, "dim", limit=50))
+        if self.run is not None:
+            end = self._t_end if self._t_end is not None else time.monotonic()
+            text.append(f"   ⏱ {_clock(end - self._t0)}", style="dim")
+        self.query_one("#run-header", Static).update(text)
+
+    # --- the operator answering ---------------------------------------------------------------
+
+    def _human(self) -> bool:
+        return self.run is not None and self.run.config.responder == "human"
+
+    def _await_answer(self, question_id: int) -> None:
+        self.awaiting = question_id
+        box = self.query_one("#answer", Input)
+        box.placeholder = f"Your answer to Q{question_id} — Enter to send"
+        box.border_title = f"Answer Q{question_id}"
+        box.display = True
+        box.value = ""
+        box.focus()
+        self.notify(f"The agent asks Q{question_id} — type your answer.", title="Question")
+
+    def _hide_answer_box(self) -> None:
+        self.awaiting = None
+        box = self.query_one("#answer", Input)
+        if box.display:
+            box.display = False
+            box.value = ""
+            self.trace.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if event.input.id != "answer" or self.awaiting is None or self.run is None:
+            return
+        text = event.value.strip()
+        if not text:
+            self.notify("Type an answer first.", severity="warning")
+            return
+        if not self.run.answer(self.awaiting, text):
+            self.notify(f"Q{self.awaiting} is not waiting for an answer.", severity="warning")
+            return
+        self._hide_answer_box()
+
+    # --- the worker ---------------------------------------------------------------------------
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker is not self.worker:
+            return
+        if event.state == WorkerState.ERROR:
+            err = event.worker.error
+            self.crashed = f"{type(err).__name__}: {err}"
+            self._t_end = time.monotonic()
+            self.flush()
+            self._set_status(
+                Text("run crashed — ", style="bold red") + safe(self.crashed, limit=500)
+            )
+            self._render_header()
+        elif event.state == WorkerState.CANCELLED and self.finished is None:
+            self._t_end = time.monotonic()
+            self._set_status(Text("run cancelled", style="bold yellow"))
+            self._render_header()
+        if event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
+            self.cancelling = False
+            if self._leave_when_done:
+                self._leave()
+
+    # --- actions ------------------------------------------------------------------------------
+
+    def _leave(self) -> None:
+        self._leave_when_done = False
+        if self.app.screen is self:
+            self.app.pop_screen()
+
+    def action_back(self) -> None:
+        if not self.running:
+            self._leave()
+            return
+        if self.cancelling:  # second press while cleaning up: go now
+            self._leave()
+            return
+
+        def confirmed(yes: bool | None) -> None:
+            if yes and self.running:
+                self._leave_when_done = True
+                self.cancel_run()
+            elif yes:
+                self._leave()
+
+        self.app.push_screen(
+            ConfirmScreen("A run is in progress. Cancel it and go back?", "Cancel run", "Keep"),
+            confirmed,
+        )
+
+    def action_cancel_run(self) -> None:
+        if not self.running:
+            self.notify("No run in progress.")
+            return
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                self.cancel_run()
+
+        self.app.push_screen(
+            ConfirmScreen("Cancel the running run?", "Cancel run", "Keep"), confirmed
+        )
+
+    def cancel_run(self) -> None:
+        if self.worker is not None and self.running:
+            self.cancelling = True
+            self._set_status(Text("cancelling… (removing containers)", style="bold yellow"))
+            self.worker.cancel()
+
+    def action_follow(self) -> None:
+        trace = self.trace
+        trace.auto_scroll = not trace.auto_scroll
+        if trace.auto_scroll:
+            trace.scroll_end(animate=False)
+        self.notify("Following the trace." if trace.auto_scroll else "Trace scroll is free.")
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        result = self.results.results.get(event.row_key.value or "")
+        if result is None:
+            self.notify("This case has not finished yet.")
+            return
+        self.app.push_screen(CaseDetailScreen(result))

@@ -1,0 +1,67 @@
+"""After kill -9 of a run, the next start removes what it left — and nothing of another owner."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from icae_tui.sandbox.containers import create_container
+from icae_tui.sandbox.engine import connect
+from icae_tui.sandbox.images import BASE_IMAGE
+from icae_tui.sandbox.reaper import is_dead, reap
+from tests.conftest import FIXTURE_TASKS, ROOT
+
+pytestmark = pytest.mark.docker
+
+
+def test_is_dead_rules():
+    now = time.time()
+    assert is_dead({"icae.expires": str(now - 1)}, now=now)
+    assert not is_dead({"icae.expires": str(now + 60), "icae.owner-pid": str(os.getpid())}, now=now)
+    assert is_dead({"icae.expires": str(now + 60), "icae.owner-pid": "999999999"}, now=now)
+    assert not is_dead({"icae.owner-pid": "999999999", "icae.owner-host": "elsewhere"}, now=now)
+
+
+async def _containers(docker, label: str) -> list:
+    return await docker.containers.list(all=True, filters=json.dumps({"label": [label]}))
+
+
+async def test_kill_9_mid_run_then_reap(tmp_path):
+    docker = await connect()
+    # Another owner's container (a live process: us) and an unlabelled one must survive.
+    foreign = await create_container(docker, BASE_IMAGE, run_id="someone-else", role="test")
+    plain = await docker.containers.create_or_replace(
+        name="icae-reaper-unlabelled", config={"Image": BASE_IMAGE, "Cmd": ["sleep", "600"]}
+    )
+    await plain.start()
+    cmd = [sys.executable, "-m", "icae_tui", "--tasks", str(FIXTURE_TASKS), "--home", str(tmp_path),
+           "--pace", "2", "run", "--task", "mini", "--agent", "scripted:good"]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        label = f"icae.owner-pid={proc.pid}"
+        deadline = time.time() + 120
+        while time.time() < deadline and not await _containers(docker, label):
+            time.sleep(0.2)
+        assert await _containers(docker, label), "the run never started its agent container"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert await _containers(docker, label), (
+            "a killed run's container is still there before reaping"
+        )
+        report = await reap(docker)
+        assert await _containers(docker, label) == []
+        assert report.containers
+        assert [c.id for c in await _containers(docker, "icae.run=someone-else")] == [foreign.id]
+        await plain.show()  # still there: not ours
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        await foreign.remove()
+        await plain.delete(force=True)
+        await docker.close()
