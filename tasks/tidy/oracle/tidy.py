@@ -199,7 +199,9 @@ def cmd_dedupe(root: str, journal: Journal) -> None:
     for rel, keep, size in removals:
         if not journal.dry_run:
             os.remove(os.path.join(root, rel))
-        journal.action(f"removed {rel} (duplicate of {keep})", f"remove {rel} (duplicate of {keep})")
+        journal.action(
+            f"removed {rel} (duplicate of {keep})", f"remove {rel} (duplicate of {keep})"
+        )
         freed += size
     tail = f"{plural(len(removals), 'duplicate')} ({plural(freed, 'byte')})"
     journal.summary(f"removed {tail}", f"remove {tail}")
@@ -292,9 +294,7 @@ def cmd_clean(root: str, journal: Journal) -> None:
         if not journal.dry_run:
             os.rmdir(os.path.join(root, rel))
         journal.action(f"removed {rel}/", f"remove {rel}/")
-    tail = (
-        f"{plural(len(empty_files), 'empty file')} and {plural(len(empty_dirs), 'empty folder')}"
-    )
+    tail = f"{plural(len(empty_files), 'empty file')} and {plural(len(empty_dirs), 'empty folder')}"
     journal.summary(f"removed {tail}", f"remove {tail}")
 
 

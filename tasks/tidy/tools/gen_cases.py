@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,10 +34,11 @@ CLEAN = "tidy clean <dir> [--dry-run]"
 ERRORS = "tidy <command> <dir> (errors)"
 
 rng = random.Random(SEED)
-WORDS = (
-    "alpha invoice draft budget meeting photo scan report summary ledger quarter notes "
-    "travel receipt contract minutes backup archive agenda review memo plan"
-).split()
+WORDS = [
+    "alpha", "invoice", "draft", "budget", "meeting", "photo", "scan", "report", "summary",
+    "ledger", "quarter", "notes", "travel", "receipt", "contract", "minutes", "backup",
+    "archive", "agenda", "review", "memo", "plan",
+]  # fmt: skip
 
 
 def text(lines: int = 1) -> str:
@@ -620,7 +620,10 @@ def enhanced() -> dict:
         case("tidy clean", ERRORS, {"junk/e.txt": ""}),
     ]
     return {
-        "boundaries": ("Boundaries: empty folders, collision chains, hidden-file guards", boundaries),
+        "boundaries": (
+            "Boundaries: empty folders, collision chains, hidden-file guards",
+            boundaries,
+        ),
         "hostile": ("Hostile names and arguments: unicode, spaces, leading dashes", hostile),
     }
 
@@ -717,8 +720,10 @@ def main(argv: list[str]) -> int:
             for path in (TASK / "cases" / split).glob("*.json"):
                 if (split, path.stem) not in files:
                     path.unlink()
-        counts = {s: sum(len(d["cases"]) for (sp, _), d in files.items() if sp == s) for s in
-                  ("public", "hidden", "enhanced")}
+        counts = {
+            s: sum(len(d["cases"]) for (sp, _), d in files.items() if sp == s)
+            for s in ("public", "hidden", "enhanced")
+        }
         print("wrote", counts)
     return 1 if stale else 0
 
