@@ -173,7 +173,7 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--level", default="L1", choices=[lv.value for lv in Level])
     run.add_argument("--responder", default="simulated", choices=["simulated", "human"])
     run.add_argument("--report", help="also write the JSON report here")
-    run.add_argument("--concurrency", type=int, default=3, help="cases evaluated at once")
+    run.add_argument("--concurrency", type=int, default=None, help="cases evaluated at once")
     run.add_argument("-v", "--verbose", action="store_true", help="print agent command output")
 
     sub.add_parser("reap", help="remove containers and images that dead or expired runs left")

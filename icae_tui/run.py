@@ -40,7 +40,7 @@ from icae_tui.domain.events import (
 )
 from icae_tui.domain.results import CaseResult, Score
 from icae_tui.domain.task import Level, Split, Task
-from icae_tui.evaluation.differential import Sides, build_error_result, run_cases
+from icae_tui.evaluation.differential import Evaluator, Sides, build_error_result
 from icae_tui.evaluation.scoring import score
 from icae_tui.report import write_report
 from icae_tui.sandbox.containers import Container, ExecResult, create_container, labels_for
@@ -62,7 +62,7 @@ class RunConfig:
     level: Level = Level.L1
     responder: str = "simulated"
     pace_s: float | None = None
-    concurrency: int = 3
+    concurrency: int | None = None  # None: sized to the machine
     splits: tuple[Split, ...] = (Split.PUBLIC, Split.HIDDEN, Split.ENHANCED)
 
 
@@ -252,12 +252,13 @@ class Run:
 
         await self.emit(PhaseChanged(phase="evaluate", detail=f"{len(refs)} cases"))
         sides = Sides(oracle_image=oracle_image, delivery_image=delivery_image)
-        async for result in run_cases(
-            docker, task, refs, sides, run_id=self.run_id, concurrency=cfg.concurrency
-        ):
-            results.append(result)
-            await self.emit(CaseFinished(result=result))
-            await self.emit(ScoreUpdated(score=score(results, planned=len(refs))))
+        async with Evaluator(
+            docker, task, sides, run_id=self.run_id, concurrency=cfg.concurrency
+        ) as evaluator:
+            async for result in evaluator.run_cases(refs):
+                results.append(result)
+                await self.emit(CaseFinished(result=result))
+                await self.emit(ScoreUpdated(score=score(results, planned=len(refs))))
         await self.emit(PhaseChanged(phase="score"))
         final = score(results, planned=len(refs))
         return RunOutcome(self.run_id, "completed", final, results=results)

@@ -1,7 +1,8 @@
 from icae_tui.domain.results import CaseResult, Verdict
 from icae_tui.evaluation.compare import exact_match, fuzzy_score, normalise_whitespace
-from icae_tui.evaluation.manifest import diff_manifests, effective
 from icae_tui.evaluation.scoring import score
+from icae_tui.evaluation.sidefx import to_file_changes
+from icae_tui.evaluation.sides import fallback_diff
 
 
 def test_whitespace_normalisation():
@@ -18,21 +19,26 @@ def test_fuzzy_score():
     assert fuzzy_score("abc", "xyz") == 0.0
 
 
-def test_manifest_diff_kinds_and_content():
-    before = {
-        "a": {"type": "file", "mode": 420, "size": 1, "sha256": "x"},
-        "d": {"type": "dir", "mode": 493},
-    }
+def test_fallback_diff_and_display_paths():
+    before = {"/data/a": ("file", 420, 1, "x", ""), "/data/gone": ("file", 420, 1, "g", "")}
     after = {
-        "a": {"type": "file", "mode": 420, "size": 2, "sha256": "y"},
-        "b": {"type": "link", "mode": 511, "target": "a"},
+        "/data/a": ("file", 420, 2, "y", ""),
+        "/data/new": ("dir", 493, 0, "", ""),
+        "/etc/passwd": ("file", 420, 9, "p", ""),
+        "/data/gone": ("deleted", 0, 0, "", ""),
+        "/usr/sbin/docker-init": ("file", 493, 5, "n", ""),
+        "/data/m/__pycache__": ("dir", 493, 0, "", ""),
     }
-    changes = {c.path: c for c in diff_manifests(before, after)}
+    diff = fallback_diff(before, after)
+    changes = {c.path: c for c in to_file_changes(diff, workdir="/data")}
     assert changes["a"].change == "modified" and changes["a"].sha256 == "y"
-    assert changes["b"].change == "added" and changes["b"].target == "a"
-    assert changes["d"].change == "deleted"
-    assert diff_manifests(before, before) == []
-    assert effective(diff_manifests(before, after)) != effective(diff_manifests(before, before))
+    assert changes["new"].change == "added" and changes["new"].type == "dir"
+    assert changes["/etc/passwd"].change == "added"  # outside the work dir: absolute
+    assert changes["gone"].change == "deleted" and changes["gone"].sha256 == ""
+    assert "/usr/sbin/docker-init" not in changes  # engine noise
+    assert "m/__pycache__" not in changes  # default ignore glob
+    assert fallback_diff(before, before) == {}
+    assert to_file_changes(diff, workdir="/data", ignore=["/etc/*"]).__len__() == len(changes) - 1
 
 
 def _result(case_id, split, pattern, passed):

@@ -14,8 +14,16 @@ class Verdict(StrEnum):
     SIDE_EFFECTS = "side_effects"
     RUNTIME_ERROR = "runtime_error"
     TIME_LIMIT = "time_limit"
+    MEMORY_LIMIT = "memory_limit"
+    OUTPUT_LIMIT = "output_limit"
     BUILD_ERROR = "build_error"
     ORACLE_ERROR = "oracle_error"
+    ORACLE_NONDETERMINISTIC = "oracle_nondeterministic"
+
+    @property
+    def counted(self) -> bool:
+        """The oracle's own failures are reported apart, never held against the agent."""
+        return self not in (Verdict.ORACLE_ERROR, Verdict.ORACLE_NONDETERMINISTIC)
 
 
 class FileChange(BaseModel):
@@ -39,9 +47,16 @@ class SideRun(BaseModel):
     stderr: str
     stdout_bytes: int = 0
     stderr_bytes: int = 0
+    stdout_sha256: str = ""
+    stderr_sha256: str = ""
+    stdout_tail: str = ""  # the last bytes, when the stream was longer than what is kept
+    stderr_tail: str = ""
     timed_out: bool = False
+    oom_killed: bool = False
+    overflowed: bool = False
     duration_s: float = 0.0
     changes: list[FileChange] = Field(default_factory=list)
+    state: Literal["fresh", "reused", "fallback"] = "fresh"
 
 
 class CaseResult(BaseModel):

@@ -68,6 +68,10 @@ class CaseDefaults(Strict):
     timeout_s: float = Field(default=10.0, gt=0, le=600)
     workdir: str = "/data"
     fm_threshold: float = Field(default=0.8, ge=0, le=1)
+    oracle_runs: int = Field(default=1, ge=1, le=3, description="2: flag nondeterministic cases")
+    ignore: list[str] = Field(
+        default_factory=list, description="side-effect paths (globs) to ignore"
+    )
 
 
 class TaskSpec(Strict):

@@ -1,14 +1,21 @@
-"""Differential cases v1: every case in a fresh oracle container and a fresh delivery one.
+"""The differential engine: every case against the oracle and the delivery, side by side.
 
-Per side: write fixtures, run `prep`, take a manifest of the work directory, run the case
-(stdin from `input`), take the manifest again. Then compare exit codes, side effects,
-stdout (EM / FM) and stderr, and give a verdict with a reason a person can read.
+Per side and case: take a fresh-state container from the side's pool, write the fixtures,
+run `prep`, snapshot the file system, run the case (stdin from `input`) under a timeout and
+an output cap, snapshot again. Both sides run concurrently; cases run concurrently up to a
+bound sized to the machine. Then the comparison ladder gives one verdict per case:
+
+  Oracle ok → Time → Memory → Output → Exec (same exit code) → SP (same effective side
+  effects) → EM (stdout, whitespace-normalised) → stderr (same normalisation)
+
+FM (normalised similarity ≥ threshold) is reported beside EM.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -17,16 +24,24 @@ import aiodocker
 from icae_tui.domain.results import CaseResult, SideRun, Verdict
 from icae_tui.domain.task import CaseRef, Task
 from icae_tui.evaluation.compare import exact_match, fuzzy_score
-from icae_tui.evaluation.manifest import diff_manifests, effective, manifest_command, parse_manifest
-from icae_tui.sandbox.containers import Limits, container
+from icae_tui.evaluation.sidefx import layer_diff, to_file_changes
+from icae_tui.evaluation.sides import Box, SidePool, fallback_diff, fallback_snapshot
+from icae_tui.sandbox.containers import ExecResult
 
 DISPLAY_CAP = 64 * 1024  # characters of each stream kept in results and reports
+COMPARE_CAP = 4 * 1024 * 1024  # bytes of each stream kept for comparison
+OUTPUT_LIMIT = 64 * 1024 * 1024  # both streams together; past this the case is stopped
 
 
 @dataclass(frozen=True)
 class Sides:
     oracle_image: str
     delivery_image: str
+
+
+def default_concurrency() -> int:
+    """Cases in flight at once: container work is mostly waiting on the engine."""
+    return max(2, min(8, 2 * (os.cpu_count() or 1)))
 
 
 def invocation(task: Task, ref: CaseRef) -> tuple[str, bytes | None]:
@@ -42,115 +57,231 @@ def _text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")[:DISPLAY_CAP]
 
 
-async def run_side(
-    docker: aiodocker.Docker, image: str, task: Task, ref: CaseRef, *, run_id: str, role: str
-) -> SideRun:
+@dataclass
+class _SideOutcome:
+    run: SideRun
+    stdout_full: bytes  # up to COMPARE_CAP, for comparison
+
+
+async def run_on(pool: SidePool, task: Task, ref: CaseRef) -> _SideOutcome:
     workdir = task.spec.cases.workdir
     timeout = ref.case.timeout_s or task.spec.cases.timeout_s
     command, stdin = invocation(task, ref)
-    async with container(docker, image, run_id=run_id, role=role, limits=Limits(ttl_s=900)) as c:
+    box: Box = await pool.take()
+    c, view = box.container, box.view
+    state = "fallback" if view is None else ("reused" if box.cases_served else "fresh")
+    res: ExecResult | None = None
+    after = None
+    try:
         if ref.case.files:
             await c.put_files({f"{workdir}/{p}": t.encode() for p, t in ref.case.files.items()})
         if ref.case.prep:
             await c.exec(ref.case.prep, workdir=workdir, timeout_s=30)
-        before = parse_manifest((await c.exec(manifest_command(workdir), timeout_s=60)).stdout)
-        res = await c.exec(command, stdin=stdin, workdir=workdir, timeout_s=timeout)
-        after_raw = await c.exec(manifest_command(workdir), timeout_s=60)
-        after = parse_manifest(after_raw.stdout) if after_raw.exit_code == 0 else before
-    return SideRun(
+        touched = bool(ref.case.files or ref.case.prep)
+        if view is not None:
+            before = view.layer() if touched else box.pristine
+        else:
+            before = await fallback_snapshot(pool.docker, c)
+        res = await c.exec(
+            command, stdin=stdin, workdir=workdir, timeout_s=timeout,
+            cap_bytes=COMPARE_CAP, kill_after_bytes=OUTPUT_LIMIT,
+        )  # fmt: skip
+        if view is not None:
+            oom = view.oom_kills() > box.base_oom
+            after = view.layer()
+            diff = layer_diff(view, before, after)
+        else:
+            oom = (
+                res.exit_code == 137 and not res.timed_out and await _oom_killed(pool.docker, c.id)
+            )
+            diff = fallback_diff(before, await fallback_snapshot(pool.docker, c))
+        changes = to_file_changes(diff, workdir=workdir, ignore=task.spec.cases.ignore)
+    finally:
+        if res is None:
+            await pool.release(box, after=None, result=ExecResult(None, b"", b""))
+        else:
+            await pool.release(box, after=after, result=res)
+    truncated_out = res.stdout_bytes > len(res.stdout)
+    truncated_err = res.stderr_bytes > len(res.stderr)
+    side = SideRun(
         exit_code=res.exit_code,
         stdout=_text(res.stdout),
         stderr=_text(res.stderr),
         stdout_bytes=res.stdout_bytes,
         stderr_bytes=res.stderr_bytes,
+        stdout_sha256=res.stdout_sha256,
+        stderr_sha256=res.stderr_sha256,
+        stdout_tail=_text(res.stdout_tail) if truncated_out else "",
+        stderr_tail=_text(res.stderr_tail) if truncated_err else "",
         timed_out=res.timed_out,
+        oom_killed=oom,
+        overflowed=res.overflowed,
         duration_s=round(res.duration_s, 4),
-        changes=diff_manifests(before, after),
+        changes=changes,
+        state=state,  # type: ignore[arg-type]
+    )
+    return _SideOutcome(side, res.stdout)
+
+
+async def _oom_killed(docker: aiodocker.Docker, container_id: str) -> bool:
+    info = await docker.containers.container(container_id).show()
+    return bool(info.get("State", {}).get("OOMKilled"))
+
+
+def _same_stdout(oracle: _SideOutcome, delivery: _SideOutcome) -> bool:
+    if oracle.run.stdout_sha256 == delivery.run.stdout_sha256:
+        return True  # byte-identical, however long
+    if oracle.run.stdout_bytes > COMPARE_CAP or delivery.run.stdout_bytes > COMPARE_CAP:
+        return False  # cannot normalise what was not kept; different bytes stay different
+    return exact_match(
+        oracle.stdout_full.decode(errors="replace"), delivery.stdout_full.decode(errors="replace")
     )
 
 
-def judge(task: Task, ref: CaseRef, oracle: SideRun, delivery: SideRun) -> CaseResult:
+def _same_effects(a: SideRun, b: SideRun) -> bool:
+    key = lambda r: sorted((c.path, c.change, c.type, c.sha256, c.target) for c in r.changes)  # noqa: E731
+    return key(a) == key(b)
+
+
+def _effects_reason(oracle: SideRun, delivery: SideRun) -> str:
+    ours = {c.path: c for c in delivery.changes}
+    theirs = {c.path: c for c in oracle.changes}
+    diffs = []
+    for p in sorted(ours.keys() | theirs.keys()):
+        mine, gold = ours.get(p), theirs.get(p)
+        if mine is None or gold is None or mine.change != gold.change:
+            d = mine.change if mine else "untouched"
+            o = gold.change if gold else "untouched"
+            diffs.append(f"{p}: {d} (oracle {o})")
+        elif (mine.sha256, mine.type, mine.target) != (gold.sha256, gold.type, gold.target):
+            diffs.append(f"{p}: different content")
+    return "side effects differ: " + "; ".join(diffs[:3]) + (" …" if len(diffs) > 3 else "")
+
+
+def judge(task: Task, ref: CaseRef, oracle: _SideOutcome, delivery: _SideOutcome) -> CaseResult:
     command, _ = invocation(task, ref)
+    o, d = oracle.run, delivery.run
     base = dict(
         case_id=ref.id,
         split=ref.split.value,
         pattern=ref.pattern,
         command=command,
-        oracle=oracle,
-        delivery=delivery,
+        oracle=o,
+        delivery=d,
     )
-    if oracle.timed_out or oracle.exit_code is None:
-        return CaseResult(**base, verdict=Verdict.ORACLE_ERROR, reason="the oracle did not finish")
-    if delivery.timed_out:
-        limit = ref.case.timeout_s or task.spec.cases.timeout_s
+    limit = ref.case.timeout_s or task.spec.cases.timeout_s
+    if o.timed_out or o.exit_code is None or o.oom_killed or o.overflowed:
+        why = (
+            "timed out"
+            if o.timed_out
+            else "ran out of memory"
+            if o.oom_killed
+            else "overflowed"
+            if o.overflowed
+            else "did not finish"
+        )
+        return CaseResult(**base, verdict=Verdict.ORACLE_ERROR, reason=f"the oracle {why}")
+    if d.timed_out:
         return CaseResult(**base, verdict=Verdict.TIME_LIMIT, reason=f"no exit within {limit:g} s")
-    exec_ok = oracle.exit_code == delivery.exit_code
-    sp = exec_ok and effective(oracle.changes) == effective(delivery.changes)
-    em = exact_match(oracle.stdout, delivery.stdout)
-    fm_score = round(fuzzy_score(oracle.stdout, delivery.stdout), 4)
+    if d.oom_killed:
+        return CaseResult(**base, verdict=Verdict.MEMORY_LIMIT, reason="killed: out of memory")
+    if d.overflowed:
+        mib = OUTPUT_LIMIT // (1024 * 1024)
+        return CaseResult(
+            **base, verdict=Verdict.OUTPUT_LIMIT, reason=f"more than {mib} MiB of output"
+        )
+    exec_ok = o.exit_code == d.exit_code
+    sp = exec_ok and _same_effects(o, d)
+    em = _same_stdout(oracle, delivery)
+    fm_score = 1.0 if em else round(fuzzy_score(o.stdout, d.stdout), 4)
     fm = fm_score >= task.spec.cases.fm_threshold
-    stderr_ok = exact_match(oracle.stderr, delivery.stderr)
     flags = dict(exec_ok=exec_ok, sp=sp, em=sp and em, fm=sp and fm, fm_score=fm_score)
     if not exec_ok:
-        code = delivery.exit_code
+        code = d.exit_code
         crashed = code is not None and (code >= 126 or code < 0)
         verdict = Verdict.RUNTIME_ERROR if crashed else Verdict.WRONG_ANSWER
-        reason = f"exit code {code}, oracle {oracle.exit_code}"
-        if delivery.stderr.strip():
-            reason += f"; stderr: {delivery.stderr.strip().splitlines()[-1][:120]}"
+        reason = f"exit code {code}, oracle {o.exit_code}"
+        if d.stderr.strip():
+            reason += f"; stderr: {d.stderr.strip().splitlines()[-1][:120]}"
         return CaseResult(**base, **flags, verdict=verdict, reason=reason)
     if not sp:
-        ours = {c.path: c.change for c in delivery.changes}
-        theirs = {c.path: c.change for c in oracle.changes}
-        diffs = [
-            f"{p}: {ours.get(p, 'untouched')} (oracle {theirs.get(p, 'untouched')})"
-            for p in sorted(ours.keys() | theirs.keys())
-            if ours.get(p) != theirs.get(p)
-        ] or ["same paths, different content"]
-        reason = "side effects differ: " + "; ".join(diffs[:3])
-        return CaseResult(**base, **flags, verdict=Verdict.SIDE_EFFECTS, reason=reason)
+        return CaseResult(
+            **base, **flags, verdict=Verdict.SIDE_EFFECTS, reason=_effects_reason(o, d)
+        )
     if not em:
         reason = f"stdout differs (similarity {fm_score:.2f})"
         return CaseResult(**base, **flags, verdict=Verdict.WRONG_ANSWER, reason=reason)
-    if not stderr_ok:
+    if o.stderr_sha256 != d.stderr_sha256 and not exact_match(o.stderr, d.stderr):
         return CaseResult(**base, **flags, verdict=Verdict.WRONG_ANSWER, reason="stderr differs")
     return CaseResult(**base, **flags, verdict=Verdict.ACCEPTED, reason="identical", passed=True)
 
 
-async def run_case(
-    docker: aiodocker.Docker, task: Task, ref: CaseRef, sides: Sides, *, run_id: str
-) -> CaseResult:
-    oracle, delivery = await asyncio.gather(
-        run_side(docker, sides.oracle_image, task, ref, run_id=run_id, role="oracle"),
-        run_side(docker, sides.delivery_image, task, ref, run_id=run_id, role="delivery"),
+def _oracle_agrees(a: _SideOutcome, b: _SideOutcome) -> bool:
+    return (
+        a.run.exit_code == b.run.exit_code
+        and a.run.stdout_sha256 == b.run.stdout_sha256
+        and a.run.stderr_sha256 == b.run.stderr_sha256
+        and _same_effects(a.run, b.run)
     )
-    return judge(task, ref, oracle, delivery)
 
 
-async def run_cases(
-    docker: aiodocker.Docker,
-    task: Task,
-    refs: list[CaseRef],
-    sides: Sides,
-    *,
-    run_id: str,
-    concurrency: int = 3,
-) -> AsyncIterator[CaseResult]:
-    """Yield each case's result as soon as it completes."""
-    gate = asyncio.Semaphore(concurrency)
+class Evaluator:
+    """Pools for both sides; use as `async with Evaluator(...) as ev`."""
 
-    async def one(ref: CaseRef) -> CaseResult:
-        async with gate:
-            return await run_case(docker, task, ref, sides, run_id=run_id)
+    def __init__(
+        self,
+        docker: aiodocker.Docker,
+        task: Task,
+        sides: Sides,
+        *,
+        run_id: str,
+        concurrency: int | None = None,
+        fast: bool = True,
+        oracle_runs: int | None = None,
+    ) -> None:
+        self.task = task
+        self.concurrency = concurrency or default_concurrency()
+        self.oracle_runs = oracle_runs or task.spec.cases.oracle_runs
+        common = dict(run_id=run_id, size=self.concurrency, fast=fast)
+        self.oracle = SidePool(docker, sides.oracle_image, role="oracle", **common)  # type: ignore[arg-type]
+        self.delivery = SidePool(docker, sides.delivery_image, role="delivery", **common)  # type: ignore[arg-type]
 
-    pending = [asyncio.ensure_future(one(ref)) for ref in refs]
-    try:
-        for next_done in asyncio.as_completed(pending):
-            yield await next_done
-    finally:
-        for p in pending:
-            p.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
+    async def __aenter__(self) -> Evaluator:
+        self.oracle.start()
+        self.delivery.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await asyncio.shield(asyncio.gather(self.oracle.close(), self.delivery.close()))
+
+    async def run_case(self, ref: CaseRef) -> CaseResult:
+        runs = [run_on(self.oracle, self.task, ref) for _ in range(self.oracle_runs)]
+        *oracles, delivery = await asyncio.gather(*runs, run_on(self.delivery, self.task, ref))
+        if any(not _oracle_agrees(oracles[0], other) for other in oracles[1:]):
+            command, _ = invocation(self.task, ref)
+            return CaseResult(
+                case_id=ref.id, split=ref.split.value, pattern=ref.pattern, command=command,
+                verdict=Verdict.ORACLE_NONDETERMINISTIC, oracle=oracles[0].run, delivery=delivery.run,
+                reason="the oracle gave different results on two runs; not counted",
+            )  # fmt: skip
+        return judge(self.task, ref, oracles[0], delivery)
+
+    async def run_cases(self, refs: list[CaseRef]) -> AsyncIterator[CaseResult]:
+        """Yield each case's result as soon as it completes."""
+        gate = asyncio.Semaphore(self.concurrency)
+
+        async def one(ref: CaseRef) -> CaseResult:
+            async with gate:
+                return await self.run_case(ref)
+
+        pending = [asyncio.ensure_future(one(ref)) for ref in refs]
+        try:
+            for next_done in asyncio.as_completed(pending):
+                yield await next_done
+        finally:
+            for p in pending:
+                p.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
 
 
 def build_error_result(task: Task, ref: CaseRef, reason: str) -> CaseResult:

@@ -2,7 +2,7 @@
 
 Overall = passed / total over hidden + enhanced (ICAE); public cases are reported apart.
 Macro = mean over command patterns of each pattern's pass rate (CLI-Tool-Bench).
-Cases where the oracle itself failed are left out of every rate and reported apart.
+Cases where the oracle itself failed or disagreed with itself are left out of every rate and reported apart.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from icae_tui.domain.results import CaseResult, Score, SplitScore, Verdict
+from icae_tui.domain.results import CaseResult, Score, SplitScore
 
 SCORED_SPLITS = ("hidden", "enhanced")
 
@@ -30,7 +30,7 @@ def _rate(results: list[CaseResult], attr: str) -> float:
 
 def score(results: Iterable[CaseResult], *, planned: int, build_ok: bool = True) -> Score:
     results = list(results)
-    counted = [r for r in results if r.verdict is not Verdict.ORACLE_ERROR]
+    counted = [r for r in results if r.verdict.counted]
     by_split: dict[str, SplitScore] = {}
     for split in ("public", *SCORED_SPLITS):
         rs = [r for r in counted if r.split == split]

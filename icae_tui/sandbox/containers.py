@@ -53,15 +53,22 @@ class ExecResult:
     stderr_bytes: int = 0
     stdout_sha256: str = ""
     stderr_sha256: str = ""
+    stdout_tail: bytes = b""
+    stderr_tail: bytes = b""
     timed_out: bool = False
     truncated: bool = False
+    overflowed: bool = False  # stopped at `kill_after_bytes`; the process may still run
     duration_s: float = 0.0
 
 
 @dataclass
 class _Capture:
+    """Hashes and counts the whole stream; keeps the first `cap` bytes and a tail window."""
+
     cap: int
+    tail_cap: int = 8192
     data: bytearray = field(default_factory=bytearray)
+    tail: bytearray = field(default_factory=bytearray)
     total: int = 0
     digest: hashlib._Hash = field(default_factory=hashlib.sha256)
 
@@ -71,6 +78,8 @@ class _Capture:
         room = self.cap - len(self.data)
         if room > 0:
             self.data += chunk[:room]
+        self.tail += chunk[-self.tail_cap :]
+        del self.tail[: max(0, len(self.tail) - self.tail_cap)]
 
 
 class Container:
@@ -94,12 +103,15 @@ class Container:
         env: dict[str, str] | None = None,
         on_output: OutputCallback | None = None,
         cap_bytes: int = 4 * 1024 * 1024,
+        kill_after_bytes: int | None = None,
         user: str = "",
     ) -> ExecResult:
         """Run a command; stdout and stderr kept apart and byte-exact (up to `cap_bytes`).
 
         The timeout is enforced inside the container by coreutils `timeout` (killing the
         client would leave the process running) with a host watchdog a little later.
+        Past `kill_after_bytes` of output we stop reading and report `overflowed`: the
+        caller must then discard the container, which kills what still runs in it.
         """
         argv = ["bash", "-c", command] if isinstance(command, str) else list(command)
         wrapped = ["timeout", "-k", "2", f"{timeout_s:g}", *argv]
@@ -113,7 +125,7 @@ class Container:
         )
         out, err = _Capture(cap_bytes), _Capture(cap_bytes)
         started = time.monotonic()
-        watchdog_fired = False
+        watchdog_fired = overflowed = False
         stream = ex.start(detach=False)
         try:
             async with asyncio.timeout(timeout_s + 8):
@@ -125,6 +137,12 @@ class Container:
                         if msg is None:
                             break
                         (out if msg.stream == 1 else err).feed(msg.data)
+                        if (
+                            kill_after_bytes is not None
+                            and out.total + err.total > kill_after_bytes
+                        ):
+                            overflowed = True
+                            break
                         if on_output is not None:
                             res = on_output("stdout" if msg.stream == 1 else "stderr", msg.data)
                             if asyncio.iscoroutine(res):
@@ -133,7 +151,7 @@ class Container:
             watchdog_fired = True
         duration = time.monotonic() - started
         exit_code: int | None = None
-        if not watchdog_fired:
+        if not watchdog_fired and not overflowed:
             info = await ex.inspect()
             exit_code = info.get("ExitCode")
         # 124: `timeout` fired; 137 after the limit: it had to SIGKILL.
@@ -148,8 +166,11 @@ class Container:
             stderr_bytes=err.total,
             stdout_sha256=out.digest.hexdigest(),
             stderr_sha256=err.digest.hexdigest(),
-            timed_out=timed_out,
+            stdout_tail=bytes(out.tail),
+            stderr_tail=bytes(err.tail),
+            timed_out=timed_out and not overflowed,
             truncated=out.total > cap_bytes or err.total > cap_bytes,
+            overflowed=overflowed,
             duration_s=duration,
         )
 
@@ -236,6 +257,7 @@ async def create_container(
         "PidsLimit": limits.pids,
         "NanoCpus": limits.nano_cpus,
         "Init": True,
+        "IpcMode": "shareable",  # its /dev/shm is then a host folder the evaluator can check
         "SecurityOpt": ["no-new-privileges"],
         "Ulimits": [
             {"Name": "nofile", "Soft": 1024, "Hard": 1024},

@@ -100,3 +100,23 @@ def test_headless_cli_writes_report_and_exit_status(tmp_path):
     }
     bad = subprocess.run(cmd[:-6] + ["--task", "nope"], capture_output=True, text=True, cwd=ROOT)
     assert bad.returncode == 2 and "unknown task 'nope'" in bad.stderr
+
+
+@pytest.mark.parametrize("task_id", ["semver", "tidy"])
+async def test_sample_tasks_good_partial_broken(bundled_catalog, store, task_id):
+    task = bundled_catalog.tasks[task_id]
+    _, good = await _run(task, "scripted:good", store)
+    assert good.status == "completed"
+    not_passed = [(r.case_id, r.reason) for r in good.results if not r.passed]
+    assert not_passed == []
+    assert good.score.by_split["hidden"].rate == 1.0 and good.score.by_split["enhanced"].rate == 1.0
+
+    _, partial = await _run(task, "scripted:partial", store)
+    failed = [r for r in partial.results if not r.passed]
+    assert partial.score.overall < 0.9 and len(failed) >= 3
+    assert all(r.split != "public" for r in failed)  # partial fits the visible examples
+    assert all(r.reason for r in failed)
+
+    _, broken = await _run(task, "scripted:broken", store)
+    assert not broken.score.build_ok and broken.score.overall == 0.0
+    assert "build failed" in broken.results[0].reason

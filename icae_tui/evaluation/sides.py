@@ -1,0 +1,310 @@
+"""One side of the differential (oracle or delivery): a pool of ready containers.
+
+Every case gets a fresh state, the whole container, never one folder. Creating one costs
+~0.3 s here, so the pool pre-starts containers in the background, and — with a local engine
+— a container that is *provably untouched* after a case serves the next one: its writable
+layer equals the pristine one taken at start, no process was left behind (pids cgroup),
+`/dev`, `/dev/shm` and `/dev/mqueue` list the same names, and no SysV IPC object exists.
+Anything else is discarded (removal kills whatever still runs) and replaced from the pool.
+
+Remote engines have no host view: each case takes a new container and side effects come
+from the engine's `/changes` plus an in-container manifest — slower, equally correct.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from typing import Literal
+
+import aiodocker
+
+from icae_tui.sandbox.containers import Container, ExecResult, Limits, create_container
+from icae_tui.sandbox.hostview import Entry, HostView
+
+NSENTER = shutil.which("nsenter")
+CASE_LIMITS = Limits(ttl_s=1800)
+
+_MANIFEST_PY = r"""
+import hashlib, json, os, stat, sys
+out = {}
+for path in json.load(sys.stdin):
+    try:
+        st = os.lstat(path)
+    except OSError:
+        out[path] = ["deleted", 0, 0, "", ""]
+        continue
+    mode = stat.S_IMODE(st.st_mode)
+    if stat.S_ISLNK(st.st_mode):
+        out[path] = ["link", mode, 0, "", os.readlink(path)]
+    elif stat.S_ISDIR(st.st_mode):
+        out[path] = ["dir", mode, 0, "", ""]
+    elif stat.S_ISREG(st.st_mode):
+        h = hashlib.sha256()
+        try:
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+            digest = h.hexdigest()
+        except OSError:
+            digest = "unreadable"
+        out[path] = ["file", mode, st.st_size, digest, ""]
+    else:
+        out[path] = ["other", mode, 0, "", ""]
+json.dump(out, sys.stdout)
+"""
+
+
+@dataclass
+class Box:
+    container: Container
+    view: HostView | None
+    init_pid: int = 0
+    pristine: dict[str, Entry] = field(default_factory=dict)
+    base_pids: int | None = None
+    base_oom: int = 0
+    base_dev: tuple[frozenset[str], ...] = ()
+    cases_served: int = 0
+
+
+def _dev_listing(pid: int) -> tuple[frozenset[str], ...]:
+    root = f"/proc/{pid}/root/dev"
+    out = []
+    for sub in ("", "/shm", "/mqueue"):
+        try:
+            out.append(frozenset(os.listdir(root + sub)))
+        except OSError:
+            out.append(frozenset({"<unreadable>"}))
+    return tuple(out)
+
+
+async def _sysv_ipc_empty(pid: int) -> bool:
+    """No shared memory, semaphore or message queue in the container's IPC namespace."""
+    if NSENTER is None:
+        return False  # cannot prove it: do not reuse
+    proc = await asyncio.create_subprocess_exec(
+        NSENTER, "-t", str(pid), "-i", "--", "sh", "-c",
+        "tail -n +2 /proc/sysvipc/shm /proc/sysvipc/sem /proc/sysvipc/msg | grep -v '^==>' | grep -q .",
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    return await proc.wait() == 1  # grep found nothing
+
+
+async def _settles(view: HostView, base: int, *, tries: int = 10) -> bool:
+    """The exec's own process may take a few ms to be reaped after its output closes."""
+    for attempt in range(tries):
+        count = view.process_count()
+        if count == base:
+            return True
+        if count is None or attempt == tries - 1:
+            return False
+        await asyncio.sleep(0.005 * (attempt + 1))
+    return False
+
+
+@dataclass
+class SideStats:
+    created: int = 0
+    reused: int = 0
+    discarded: int = 0
+
+
+class SidePool:
+    def __init__(
+        self,
+        docker: aiodocker.Docker,
+        image: str,
+        *,
+        run_id: str,
+        role: Literal["oracle", "delivery"],
+        size: int = 2,
+        limits: Limits = CASE_LIMITS,
+        fast: bool = True,
+        workdir: str = "/",
+    ) -> None:
+        self.docker = docker
+        self.image = image
+        self.run_id = run_id
+        self.role = role
+        self.size = max(1, size)
+        self.limits = limits
+        self.fast = fast
+        self.workdir = workdir
+        self.stats = SideStats()
+        self._clean: list[Box] = []
+        self._ready: asyncio.Queue[Box | BaseException] = asyncio.Queue()
+        self._filling = 0
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._closed = False
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._refill()
+
+    async def close(self) -> None:
+        self._closed = True
+        for t in list(self._tasks):
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        boxes = list(self._clean)
+        self._clean.clear()
+        while not self._ready.empty():
+            item = self._ready.get_nowait()
+            if isinstance(item, Box):
+                boxes.append(item)
+        await asyncio.gather(*(b.container.remove() for b in boxes), return_exceptions=True)
+
+    def _spawn(self, coro) -> None:  # noqa: ANN001
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _refill(self) -> None:
+        want = self.size - (self._ready.qsize() + self._filling + len(self._clean))
+        for _ in range(max(0, want)):
+            self._filling += 1
+            self._spawn(self._make())
+
+    async def _make(self) -> None:
+        try:
+            box = await self._new_box()
+        except BaseException as err:  # surfaces in take(), not lost in a background task
+            self._filling -= 1
+            self._ready.put_nowait(err)
+            if isinstance(err, asyncio.CancelledError):
+                raise
+            return
+        self._filling -= 1
+        if self._closed:
+            await box.container.remove()
+            return
+        self._ready.put_nowait(box)
+
+    async def _new_box(self) -> Box:
+        c = await create_container(
+            self.docker, self.image, run_id=self.run_id, role=self.role, limits=self.limits,
+            workdir=self.workdir,
+        )  # fmt: skip
+        self.stats.created += 1
+        try:
+            info = await c.raw.show()
+            view = HostView.probe(info) if self.fast else None
+            box = Box(container=c, view=view, init_pid=int(info["State"].get("Pid") or 0))
+            if view is not None:
+                box.pristine = view.layer()
+                box.base_pids = view.process_count()
+                box.base_oom = view.oom_kills()
+                box.base_dev = _dev_listing(box.init_pid)
+            return box
+        except BaseException:
+            await c.remove()
+            raise
+
+    # --- use ------------------------------------------------------------------------------
+
+    async def take(self) -> Box:
+        if self._clean:
+            box = self._clean.pop()
+            self.stats.reused += 1
+            return box
+        self._refill()
+        item = await self._ready.get()
+        self._refill()
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    async def release(
+        self, box: Box, *, after: dict[str, Entry] | None, result: ExecResult
+    ) -> bool:
+        """Keep the box for the next case only if it is provably as it started."""
+        box.cases_served += 1
+        clean = await self._untouched(box, after, result)
+        if clean and not self._closed:
+            self._clean.append(box)
+        else:
+            self.stats.discarded += 1
+            self._spawn(box.container.remove())
+            self._refill()
+        return clean
+
+    async def _untouched(
+        self, box: Box, after: dict[str, Entry] | None, result: ExecResult
+    ) -> bool:
+        view = box.view
+        if view is None or after is None or result.overflowed or result.timed_out:
+            return False
+        if result.exit_code is None or after != box.pristine:
+            return False
+        if box.base_pids is None or not await _settles(view, box.base_pids):
+            return False
+        if view.oom_kills() != box.base_oom:
+            return False
+        if _dev_listing(box.init_pid) != box.base_dev:
+            return False
+        return await _sysv_ipc_empty(box.init_pid)
+
+
+# --- the fallback's view of changes (remote engines) ---------------------------------------
+
+
+async def engine_changes(docker: aiodocker.Docker, container_id: str) -> dict[str, int]:
+    """`GET /containers/{id}/changes`: path → kind (0 modified, 1 added, 2 deleted)."""
+    data = await docker._query_json(f"containers/{container_id}/changes")  # noqa: SLF001
+    return {item["Path"]: item["Kind"] for item in data or []}
+
+
+async def manifest_of(c: Container, paths: list[str]) -> dict[str, Entry]:
+    if not paths:
+        return {}
+    res = await c.exec(
+        ["python3", "-c", _MANIFEST_PY], stdin=json.dumps(paths).encode(), timeout_s=120
+    )
+    if res.exit_code != 0:
+        raise RuntimeError(
+            f"manifest failed in {c.id[:12]}: {res.stderr.decode(errors='replace')[-300:]}"
+        )
+    return {p: tuple(v) for p, v in json.loads(res.stdout).items()}  # type: ignore[misc]
+
+
+async def fallback_snapshot(docker: aiodocker.Docker, c: Container) -> dict[str, Entry]:
+    """Changed paths with their manifest. A directory the engine calls modified is left
+    out: that only means something inside it changed, and those paths are listed too."""
+    changed = await engine_changes(docker, c.id)
+    entries = await manifest_of(c, sorted(p for p, k in changed.items() if k != 2))
+    for path, kind in changed.items():
+        if kind == 2:
+            entries[path] = ("deleted", 0, 0, "", "")
+        elif kind == 0 and entries.get(path, ("",))[0] == "dir":
+            del entries[path]
+    return entries
+
+
+def fallback_diff(
+    before: dict[str, Entry], after: dict[str, Entry]
+) -> dict[str, tuple[str, Entry]]:
+    """Like `layer_diff`, without a view of the image: a path first seen changed is
+    `added` (or `deleted`); one seen before the case and changed since is `modified`."""
+    out: dict[str, tuple[str, Entry]] = {}
+    for path in sorted(before.keys() | after.keys()):
+        old, new = before.get(path), after.get(path)
+        if old == new:
+            continue
+        if new is None or new[0] == "deleted":
+            if old is None or old[0] != "deleted":
+                out[path] = ("deleted", old or ("deleted", 0, 0, "", ""))
+        elif old is None or old[0] == "deleted":
+            out[path] = ("added", new)
+        elif not (new[0] == old[0] == "dir" and new[1] == old[1]):
+            out[path] = ("modified", new)
+    return out
+
+
+async def remove_quietly(c: Container) -> None:
+    with contextlib.suppress(Exception):
+        await c.remove()

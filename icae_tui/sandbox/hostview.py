@@ -1,0 +1,136 @@
+"""What a local engine lets us see of a container from the host, in well under a millisecond.
+
+- its writable layer (overlay2 `UpperDir`): every path a process added, changed (copy-up)
+  or deleted (a whiteout: a 0/0 character device) since the container started;
+- its `/dev/shm`, when the container's IPC is `shareable` (a host folder);
+- its pids and memory cgroups: how many processes run, and how many were OOM-killed.
+
+With a remote engine none of this exists; `HostView.probe` returns None and callers fall
+back to the engine's `/changes` plus an in-container manifest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+# Written by the engine itself, not by the program under test.
+ENGINE_NOISE = frozenset({"/usr/sbin/docker-init", "/usr/sbin", "/usr"})
+
+Entry = tuple[str, int, int, str, str]  # type, mode, size, sha256, link target
+
+
+@dataclass(frozen=True)
+class HostView:
+    container_id: str
+    upper: Path
+    lowers: tuple[Path, ...]
+    shm: Path | None
+    pids_current: Path | None
+    oom_control: Path | None
+
+    @classmethod
+    def probe(cls, info: dict) -> HostView | None:
+        """From a container's inspect data; None when the layers are not on this host."""
+        graph = info.get("GraphDriver") or {}
+        data = graph.get("Data") or {}
+        upper = data.get("UpperDir")
+        if graph.get("Name") != "overlay2" or not upper or not os.access(upper, os.R_OK):
+            return None
+        cid = info["Id"]
+        lowers = tuple(Path(p) for p in (data.get("LowerDir") or "").split(":") if p)
+        shm = Path("/var/lib/docker/containers") / cid / "mounts" / "shm"
+        parent = (info.get("HostConfig") or {}).get("CgroupParent") or "docker"
+        pids = Path("/sys/fs/cgroup/pids") / parent.strip("/") / cid / "pids.current"
+        oom = Path("/sys/fs/cgroup/memory") / parent.strip("/") / cid / "memory.oom_control"
+        return cls(
+            container_id=cid,
+            upper=Path(upper),
+            lowers=lowers,
+            shm=shm if shm.is_dir() else None,
+            pids_current=pids if pids.exists() else None,
+            oom_control=oom if oom.exists() else None,
+        )
+
+    # --- processes and memory -----------------------------------------------------------
+
+    def process_count(self) -> int | None:
+        if self.pids_current is None:
+            return None
+        try:
+            return int(self.pids_current.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def oom_kills(self) -> int:
+        if self.oom_control is None:
+            return 0
+        try:
+            for line in self.oom_control.read_text().splitlines():
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+        except (OSError, ValueError):
+            pass
+        return 0
+
+    def shm_empty(self) -> bool | None:
+        if self.shm is None:
+            return None
+        try:
+            return not any(self.shm.iterdir())
+        except OSError:
+            return None
+
+    # --- the writable layer -------------------------------------------------------------
+
+    def in_lower(self, path: str) -> bool:
+        rel = path.lstrip("/")
+        return any(os.path.lexists(lower / rel) for lower in self.lowers)
+
+    def layer(self, *, hash_files: bool = True) -> dict[str, Entry]:
+        """Every entry of the writable layer by absolute path; whiteouts are `deleted`."""
+        out: dict[str, Entry] = {}
+        root = str(self.upper)
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames.sort()
+            for name in sorted(dirnames) + sorted(filenames):
+                full = os.path.join(dirpath, name)
+                path = "/" + os.path.relpath(full, root)
+                try:
+                    st = os.lstat(full)
+                except OSError:
+                    continue
+                out[path] = _entry(full, st, hash_files=hash_files)
+        return out
+
+
+def _entry(full: str, st: os.stat_result, *, hash_files: bool) -> Entry:
+    mode = stat.S_IMODE(st.st_mode)
+    if stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:
+        return ("deleted", 0, 0, "", "")
+    if stat.S_ISLNK(st.st_mode):
+        return ("link", mode, 0, "", os.readlink(full))
+    if stat.S_ISDIR(st.st_mode):
+        opaque = ""
+        try:
+            if os.getxattr(full, "trusted.overlay.opaque") == b"y":
+                opaque = "opaque"
+        except OSError:
+            pass
+        return ("dir", mode, 0, opaque, "")
+    if stat.S_ISREG(st.st_mode):
+        digest = ""
+        if hash_files:
+            h = hashlib.sha256()
+            try:
+                with open(full, "rb") as f:
+                    for block in iter(lambda: f.read(1 << 20), b""):
+                        h.update(block)
+                digest = h.hexdigest()
+            except OSError:
+                digest = "unreadable"
+        return ("file", mode, st.st_size, digest, "")
+    return ("other", mode, 0, "", "")

@@ -1,0 +1,163 @@
+"""The differential engine against hostile deliveries, with the real engine.
+
+The oracle's tool prints `ok`; the delivery's tool misbehaves in the way its first argument
+names. Each misbehaviour must end in its own verdict, and the next case must run normally.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from icae_tui.domain.task import Case, CaseRef, Split, Task, TaskSpec
+from icae_tui.evaluation.differential import Evaluator, Sides
+from icae_tui.sandbox.containers import create_container
+from icae_tui.sandbox.engine import connect
+from icae_tui.sandbox.images import BASE_IMAGE, ensure_base_image
+
+pytestmark = pytest.mark.docker
+
+ORACLE_TOOL = """#!/bin/bash
+echo ok
+"""
+
+DELIVERY_TOOL = r"""#!/bin/bash
+case "$1" in
+  forkbomb) f() { f | f & }; f; sleep 30 ;;
+  membomb) python3 -c "a = [bytearray(64 << 20) for _ in range(64)]" ;;
+  loop) while :; do :; done ;;
+  flood) head -c 1G /dev/zero ;;
+  etc) echo x > /etc/leaked; echo y > "$HOME/.leaked"; echo ok ;;
+  churn) mkdir -p d /tmp/t; touch d/f /tmp/t/f; rm -r d /tmp/t; echo ok ;;
+  *) echo ok ;;
+esac
+"""
+
+PROBE = r"""
+found=""
+for p in /var/tmp/leak /root/leak /data/leak /data/fixture.txt /dev/shm/leak /dev/leak /tmp/leak; do
+  [ -e "$p" ] && found="$found $p"
+done
+for d in /proc/[0-9]*; do
+  if tr '\0' ' ' < "$d/cmdline" 2>/dev/null | grep -q '^sleep 4242'; then found="$found process"; fi
+done
+echo "seen:${found:- nothing}"
+"""
+
+PLANT = r"""
+echo 1 > /var/tmp/leak; echo 1 > /root/leak; echo 1 > /data/leak; echo 1 > /dev/shm/leak
+echo 1 > /dev/leak 2>/dev/null; echo 1 > /tmp/leak
+setsid nohup sleep 4242 >/dev/null 2>&1 &
+echo planted
+"""
+
+
+def _task(cases: list[Case], *, timeout_s: float = 3) -> Task:
+    spec = TaskSpec.model_validate(
+        {
+            "id": "hostile",
+            "title": "hostile",
+            "language": "sh",
+            "interface": {"kind": "command", "tool": "tool"},
+            "oracle": {"entry": "/opt/tool"},
+            "delivery": {"entry": "/opt/tool", "build": "true"},
+            "cases": {"timeout_s": timeout_s},
+        }
+    )
+    refs = [
+        CaseRef(split=Split.HIDDEN, stem="h", index=i, case=c, pattern=c.pattern or "p")
+        for i, c in enumerate(cases)
+    ]
+    return Task(spec=spec, root="/nonexistent", prd={}, user_agent={}, cases=refs)
+
+
+async def _build_images() -> Sides:
+    docker = await connect()
+    await ensure_base_image(docker)
+    names = {}
+    for role, script in (("oracle", ORACLE_TOOL), ("delivery", DELIVERY_TOOL)):
+        c = await create_container(
+            docker, BASE_IMAGE, run_id="test-images", role="build", hardened=False
+        )
+        try:
+            await c.put_files({"/usr/local/bin/tool": script.encode()}, mode=0o755)
+            await c.exec("mkdir -p /data")
+            await c.commit(f"icae-test-{role}", "hostile", {"icae.tool": "icae-tui"})
+        finally:
+            await c.remove()
+        names[role] = f"icae-test-{role}:hostile"
+    await docker.close()
+    return Sides(oracle_image=names["oracle"], delivery_image=names["delivery"])
+
+
+@pytest.fixture(scope="module")
+def images() -> Sides:
+    return asyncio.run(_build_images())
+
+
+async def _run(task: Task, sides: Sides, *, fast: bool = True, concurrency: int = 1):
+    docker = await connect()
+    try:
+        async with Evaluator(
+            docker, task, sides, run_id="test-engine", concurrency=concurrency, fast=fast
+        ) as ev:
+            return {r.case_id: r async for r in ev.run_cases(task.cases)}
+    finally:
+        await docker.close()
+
+
+async def test_each_bomb_has_its_own_verdict_and_the_next_case_runs(images):
+    names = ["forkbomb", "ok", "membomb", "ok", "loop", "ok", "flood", "ok"]
+    task = _task([Case(command=f"tool {n}", pattern=n) for n in names])
+    # One case at a time: a fork bomb starves whatever shares its cores, and that is not
+    # what this test measures.
+    results = await _run(task, images, concurrency=1)
+    verdicts = [results[f"hidden/h#{i}"].verdict.value for i in range(len(names))]
+    assert verdicts[0] in ("time_limit", "runtime_error"), results["hidden/h#0"].reason
+    assert verdicts[2] == "memory_limit", results["hidden/h#2"].reason
+    assert verdicts[4] == "time_limit"
+    assert verdicts[6] == "output_limit"
+    assert verdicts[1::2] == ["accepted"] * 4
+    flood = results["hidden/h#6"].delivery
+    assert flood.overflowed and flood.stdout_bytes > 64 << 20 and len(flood.stdout) <= 64 * 1024
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "fallback"])
+async def test_side_effects_anywhere_and_no_false_diff(images, fast):
+    task = _task(
+        [Case(command="tool etc", pattern="etc"), Case(command="tool churn", pattern="churn")]
+    )
+    results = await _run(task, images, fast=fast)
+    etc = results["hidden/h#0"]
+    assert etc.verdict == "side_effects"
+    paths = {c.path: c.change for c in etc.delivery.changes}
+    assert paths == {"/etc/leaked": "added", "/root/.leaked": "added"}
+    assert "/etc/leaked" in etc.reason
+    churn = results["hidden/h#1"]
+    assert churn.verdict == "accepted", churn.reason
+    assert churn.delivery.changes == []
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "fallback"])
+async def test_no_state_leaks_between_cases(images, fast):
+    cases = [
+        Case(command="echo ok", pattern="warm"),
+        Case(command=PLANT, files={"fixture.txt": "left behind?"}, pattern="plant"),
+        Case(command=PROBE, pattern="probe"),
+        Case(command=PROBE, pattern="probe"),
+    ]
+    results = await _run(_task(cases, timeout_s=10), images, fast=fast)
+    for case_id in ("hidden/h#2", "hidden/h#3"):
+        r = results[case_id]
+        assert r.oracle.stdout == "seen: nothing\n", (case_id, r.oracle.stdout)
+        assert r.delivery.stdout == "seen: nothing\n", (case_id, r.delivery.stdout)
+    planted = results["hidden/h#1"]
+    assert planted.oracle.stdout == "planted\n"
+    if fast:
+        # the untouched containers were reused, the planted ones were not
+        assert results["hidden/h#1"].delivery.state == "reused"  # after the warm-up case
+        assert results["hidden/h#2"].delivery.state == "fresh"
+        assert results["hidden/h#3"].delivery.state == "reused"
+    else:
+        assert {r.delivery.state for r in results.values()} == {"fallback"}
