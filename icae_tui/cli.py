@@ -24,6 +24,8 @@ def _print_errors(catalog: Catalog) -> None:
 
 
 def cmd_tasks(args: argparse.Namespace) -> int:
+    if args.action == "verify":
+        return cmd_tasks_verify(args)
     catalog = _catalog(args)
     for task in catalog.tasks.values():
         counts = {s: len(task.cases_in(s)) for s in ("public", "hidden", "enhanced")}  # type: ignore[arg-type]
@@ -35,6 +37,50 @@ def cmd_tasks(args: argparse.Namespace) -> int:
         )
     _print_errors(catalog)
     return 1 if catalog.errors and not catalog.tasks else 0
+
+
+def cmd_tasks_verify(args: argparse.Namespace) -> int:
+    from icae_tui.evaluation.verify import verify_task
+    from icae_tui.run import new_run_id
+    from icae_tui.sandbox.engine import EngineUnavailable, connect
+    from icae_tui.sandbox.images import ImageBuildError, ensure_task_images
+
+    catalog = _catalog(args)
+    _print_errors(catalog)
+    wanted = (
+        [catalog.tasks[t] for t in args.task if t in catalog.tasks]
+        if args.task
+        else list(catalog.tasks.values())
+    )
+
+    async def go() -> int:
+        try:
+            docker = await connect()
+        except EngineUnavailable as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        bad = 0
+        try:
+            for task in wanted:
+                images = await ensure_task_images(docker, task)
+                checks = [
+                    c async for c in verify_task(docker, task, images.oracle, run_id=new_run_id())
+                ]
+                for c in sorted(checks, key=lambda c: c.case_id):
+                    if not c.ok:
+                        print(f"  {task.id} {c.case_id}: {printable(c.detail)}")
+                failed = sum(not c.ok for c in checks)
+                bad += failed
+                print(f"{task.id}: {len(checks) - failed}/{len(checks)} cases sound "
+                      "(deterministic and equal to the stored expected_output)")  # fmt: skip
+        except ImageBuildError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        finally:
+            await docker.close()
+        return 1 if bad or catalog.errors else 0
+
+    return asyncio.run(go())
 
 
 def cmd_images(args: argparse.Namespace) -> int:
@@ -160,7 +206,10 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     sub.add_parser("console", help="open the console (the default)")
-    sub.add_parser("tasks", help="list the tasks and any task errors")
+    tasks = sub.add_parser("tasks", help="list the tasks and any task errors; or verify them")
+    tasks.add_argument("action", nargs="?", default="list", choices=["list", "verify"],
+                       help="verify: run every case on the live oracle twice")  # fmt: skip
+    tasks.add_argument("--task", action="append", help="only this task (repeatable)")
 
     images = sub.add_parser("images", help="build images offline")
     images_sub = images.add_subparsers(dest="images_command", required=True, metavar="build")

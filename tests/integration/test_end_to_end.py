@@ -120,3 +120,54 @@ async def test_sample_tasks_good_partial_broken(bundled_catalog, store, task_id)
     _, broken = await _run(task, "scripted:broken", store)
     assert not broken.score.build_ok and broken.score.overall == 0.0
     assert "build failed" in broken.results[0].reason
+
+
+def _mini_copy_with(tmp_path, extra_cases: list[dict], toml_extra: str = ""):
+    import shutil
+
+    from icae_tui.catalog import load_catalog
+
+    root = tmp_path / "tasks"
+    shutil.copytree(FIXTURE_TASKS / "mini", root / "mini")
+    (root / "mini" / "cases" / "enhanced" / "extra.json").write_text(
+        json.dumps({"description": "extra", "cases": extra_cases})
+    )
+    if toml_extra:
+        toml = root / "mini" / "task.toml"
+        toml.write_text(toml.read_text().replace("[cases]\n", "[cases]\n" + toml_extra))
+    return load_catalog(root).tasks["mini"]
+
+
+async def test_nondeterministic_oracle_is_flagged_not_counted(tmp_path, store):
+    task = _mini_copy_with(tmp_path, [{"input": {"op": "rand"}}], "oracle_runs = 2\n")
+    _, outcome = await _run(task, "scripted:good", store)
+    rand = next(r for r in outcome.results if r.case_id == "enhanced/extra#0")
+    assert rand.verdict == "oracle_nondeterministic"
+    assert outcome.score.overall == 1.0  # not held against the agent
+
+
+async def test_tasks_verify_finds_wrong_expected_and_nondeterminism(tmp_path):
+    from icae_tui.evaluation.verify import verify_task
+    from icae_tui.sandbox.engine import connect
+    from icae_tui.sandbox.images import ensure_task_images
+
+    task = _mini_copy_with(
+        tmp_path,
+        [
+            {"input": {"op": "rand"}},
+            {"input": {"op": "upper", "text": "a"}, "expected_output": "B\n"},
+        ],
+    )
+    docker = await connect()
+    try:
+        images = await ensure_task_images(docker, task)
+        checks = {
+            c.case_id: c async for c in verify_task(docker, task, images.oracle, run_id="t-verify")
+        }
+    finally:
+        await docker.close()
+    assert not checks["enhanced/extra#0"].deterministic
+    assert (
+        checks["enhanced/extra#1"].deterministic and not checks["enhanced/extra#1"].matches_stored
+    )
+    assert all(c.ok for cid, c in checks.items() if not cid.startswith("enhanced/extra"))
