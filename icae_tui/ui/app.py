@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from pathlib import Path
 
 from textual.app import App
 from textual.binding import Binding
-from textual.worker import WorkerState
+from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
 from icae_tui.catalog import Catalog
 from icae_tui.domain.task import Task
@@ -23,7 +24,7 @@ QUIT_GRACE_S = 10.0  # how long quitting waits for a cancelled run to clean up
 
 
 class IcaeApp(App[None]):
-    CSS_PATH = "app.tcss"
+    CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses elsewhere work too
     TITLE = "icae"
     SUB_TITLE = "interactive coding-agent evaluation"
     ENABLE_COMMAND_PALETTE = False
@@ -61,7 +62,7 @@ class IcaeApp(App[None]):
 
     # --- quitting -----------------------------------------------------------------------
 
-    def running_runs(self) -> list:
+    def running_runs(self) -> list[Worker]:
         return [
             w
             for w in self.workers
@@ -75,7 +76,12 @@ class IcaeApp(App[None]):
             self.notify("Cancelling the run before quitting…")
             for worker in running:
                 worker.cancel()
+
+            async def settle(worker: Worker) -> None:
+                with contextlib.suppress(WorkerCancelled, WorkerFailed):
+                    await worker.wait()
+
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.workers.wait_for_complete(running), QUIT_GRACE_S)
+                await asyncio.wait_for(asyncio.gather(*(settle(w) for w in running)), QUIT_GRACE_S)
             await asyncio.sleep(0.5)  # let shielded container removals finish
         self.exit()

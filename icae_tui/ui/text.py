@@ -30,6 +30,14 @@ def safe(text: object, style: str = "", *, limit: int | None = None, lines: bool
     return Text(printable(str(text), keep_newlines=lines, limit=limit), style=style)
 
 
+def clip(text: object, width: int, style: str = "") -> Text:
+    """Untrusted text cut to `width` characters with a plain "…" (for narrow cells)."""
+    plain = printable(str(text))
+    if len(plain) > width:
+        plain = plain[: max(0, width - 1)] + "…"
+    return Text(plain, style=style)
+
+
 def pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 

@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Static
+from textual.widgets import Button, Footer, Static
 
 from icae_tui.domain.results import CaseResult, SideRun
 from icae_tui.ui.text import exit_text, safe, verdict_text
@@ -116,6 +116,7 @@ class CaseDetailScreen(ModalScreen[None]):
                     yield Static(side_text("oracle (golden)", r.oracle))
                 with VerticalScroll(classes="case-side", id="case-delivery"):
                     yield Static(side_text("delivery (agent)", r.delivery))
+        yield Footer()
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -8,7 +8,7 @@ the score line are queued and flushed together every FLUSH_S seconds.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from rich.text import Text
@@ -41,7 +41,7 @@ from icae_tui.domain.events import (
 from icae_tui.domain.results import Score
 from icae_tui.run import RunConfig, RunOutcome
 from icae_tui.ui.screens.dialogs import CaseDetailScreen, ConfirmScreen
-from icae_tui.ui.text import STATUS_STYLES, safe, score_text
+from icae_tui.ui.text import STATUS_STYLES, clip, safe, score_text
 from icae_tui.ui.widgets.clarifications import ClarificationPane
 from icae_tui.ui.widgets.results import ResultsTable
 from icae_tui.ui.widgets.trace import TraceLog
@@ -57,7 +57,7 @@ class RunLike(Protocol):
     config: RunConfig
     run_id: str
 
-    def subscribe(self, callback) -> None: ...  # noqa: ANN001
+    def subscribe(self, callback: Callable[[Event], None]) -> None: ...
     async def execute(self) -> RunOutcome: ...
     def answer(self, question_id: int, text: str) -> bool: ...
 
@@ -72,8 +72,8 @@ class RunScreen(Screen[None]):
         Binding("escape", "back", "Back"),
         Binding("q", "back", "Back", show=False),
         Binding("c", "cancel_run", "Cancel run"),
-        Binding("t", "focus('trace')", "Trace", show=False),
-        Binding("r", "focus('results')", "Results", show=False),
+        Binding("t", "focus('#trace')", "Trace", show=False),
+        Binding("r", "focus('#results')", "Results", show=False),
         Binding("f", "follow", "Follow trace"),
     ]
 
@@ -94,9 +94,11 @@ class RunScreen(Screen[None]):
         self.cancelling = False
         self._leave_when_done = False
         self._score_dirty = False
-        self._t0 = time.monotonic()
+        self._t0: float | None = None  # wall-clock times from the events, so replays work too
         self._t_end: float | None = None
         self._patterns: dict[str, str] = {}
+        self._trace: TraceLog | None = None
+        self._results: ResultsTable | None = None
         if run is not None:
             self._patterns = {ref.id: ref.pattern for ref in run.config.task.cases}
 
@@ -122,11 +124,15 @@ class RunScreen(Screen[None]):
 
     @property
     def trace(self) -> TraceLog:
-        return self.query_one("#trace", TraceLog)
+        if self._trace is None:
+            self._trace = self.query_one("#trace", TraceLog)
+        return self._trace
 
     @property
     def results(self) -> ResultsTable:
-        return self.query_one("#results", ResultsTable)
+        if self._results is None:
+            self._results = self.query_one("#results", ResultsTable)
+        return self._results
 
     @property
     def clarify(self) -> ClarificationPane:
@@ -175,7 +181,7 @@ class RunScreen(Screen[None]):
             return
         try:
             self._apply(ev)
-        except Exception as err:  # noqa: BLE001 - the display must survive anything
+        except Exception as err:  # the display must survive anything
             self._set_status(
                 Text(f"display error on {type(ev).__name__}: {type(err).__name__}: ", "red")
                 + safe(err, limit=300)
@@ -188,7 +194,7 @@ class RunScreen(Screen[None]):
                 trace.add_output(ev.stream, ev.text)
             case RunStarted():
                 self.started = ev
-                self._t0 = time.monotonic()
+                self._t0 = ev.ts
                 self.clarify.set_budget(ev.budget)
                 trace.add(
                     f"run {ev.run_id} · task {ev.task_id} · agent {ev.agent} · level {ev.level}"
@@ -216,7 +222,7 @@ class RunScreen(Screen[None]):
             case QuestionAsked():
                 trace.add(ev.text, prefix=f"? Q{ev.question_id} ")
                 self.clarify.question(ev)
-                if self._human():
+                if self._human() and ev.remaining_before > 0:  # else the budget answers
                     self._await_answer(ev.question_id)
             case QuestionAnswered():
                 trace.add(ev.text, prefix=f"  A{ev.question_id} ")
@@ -245,7 +251,7 @@ class RunScreen(Screen[None]):
 
     def _finish(self, ev: RunFinished) -> None:
         self.finished = ev
-        self._t_end = time.monotonic()
+        self._t_end = ev.ts
         if ev.score is not None:
             self.score = ev.score
             self._score_dirty = True
@@ -275,7 +281,7 @@ class RunScreen(Screen[None]):
             if self._score_dirty:
                 self._score_dirty = False
                 self.query_one("#score", Static).update(score_text(self.score))
-        except Exception as err:  # noqa: BLE001
+        except Exception as err:
             self._set_status(Text(f"display error: {type(err).__name__}: {err}", "red"))
 
     def _set_status(self, text: Text) -> None:
@@ -300,28 +306,23 @@ class RunScreen(Screen[None]):
             self.query_one("#run-header", Static).update(Text("no run", style="dim"))
             return
         text.append_text(safe(st_id, "bold"))
-        text.append("  ")
-        text.append_text(safe(title, "italic", limit=60))
-        for label, value in (("agent", agent), ("level", level), ("responder", responder)):
-            text.append(f"   {label} ", style="dim")
-            text.append_text(safe(value, "bold"))
         text.append("   phase ", style="dim")
         if self.finished is not None:
             text.append(self.finished.status, style=STATUS_STYLES.get(self.finished.status, "bold"))
         elif self.crashed:
             text.append("crashed", style="bold red")
         else:
-            step = (
-                f" ({PHASES.index(self.phase) + 1}/{len(PHASES)})" if self.phase in PHASES else ""
-            )
+            step = f" {PHASES.index(self.phase) + 1}/{len(PHASES)}" if self.phase in PHASES else ""
             text.append_text(safe(self.phase or "—", "bold yellow"))
             text.append(step, style="dim")
-            if self.phase_detail:
-                text.append(" ")
-                text.append_text(safe(self.phase_detail, "dim", limit=50))
-        if self.run is not None:
-            end = self._t_end if self._t_end is not None else time.monotonic()
+        if self._t0 is not None:
+            end = self._t_end if self._t_end is not None else time.time()
             text.append(f"   ⏱ {_clock(end - self._t0)}", style="dim")
+        for label, value in (("agent", agent), ("level", level), ("responder", responder)):
+            text.append(f"   {label} ", style="dim")
+            text.append_text(clip(value, 40, "bold"))
+        text.append("   ")
+        text.append_text(clip(title, 60, "italic dim"))
         self.query_one("#run-header", Static).update(text)
 
     # --- the operator answering ---------------------------------------------------------------
@@ -337,6 +338,9 @@ class RunScreen(Screen[None]):
         box.display = True
         box.value = ""
         box.focus()
+        self._set_status(
+            Text(f"waiting for your answer to Q{question_id} (box on the right)", "bold magenta")
+        )
         self.notify(f"The agent asks Q{question_id} — type your answer.", title="Question")
 
     def _hide_answer_box(self) -> None:
@@ -368,16 +372,17 @@ class RunScreen(Screen[None]):
         if event.state == WorkerState.ERROR:
             err = event.worker.error
             self.crashed = f"{type(err).__name__}: {err}"
-            self._t_end = time.monotonic()
+            self._t_end = time.time()
             self.flush()
             self._set_status(
                 Text("run crashed — ", style="bold red") + safe(self.crashed, limit=500)
             )
             self._render_header()
         elif event.state == WorkerState.CANCELLED and self.finished is None:
-            self._t_end = time.monotonic()
+            self._t_end = time.time()
             self._set_status(Text("run cancelled", style="bold yellow"))
             self._render_header()
+        self.refresh_bindings()
         if event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
             self.cancelling = False
             if self._leave_when_done:
@@ -387,8 +392,12 @@ class RunScreen(Screen[None]):
 
     def _leave(self) -> None:
         self._leave_when_done = False
-        if self.app.screen is self:
-            self.app.pop_screen()
+        if not self.is_attached or self not in self.app.screen_stack:
+            return
+        if self.app.screen is not self:  # a dialog on top is still closing: try again shortly
+            self.set_timer(0.1, self._leave)
+            return
+        self.app.pop_screen()
 
     def action_back(self) -> None:
         if not self.running:
@@ -428,6 +437,12 @@ class RunScreen(Screen[None]):
             self.cancelling = True
             self._set_status(Text("cancelling… (removing containers)", style="bold yellow"))
             self.worker.cancel()
+            self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "cancel_run":
+            return self.running and not self.cancelling
+        return True
 
     def action_follow(self) -> None:
         trace = self.trace

@@ -58,6 +58,7 @@ class TaskTable(DataTable[Text]):
 class TaskListScreen(Screen[None]):
     BINDINGS = [
         Binding("h", "history", "Past runs"),
+        Binding("q", "app.quit", "Quit", show=False),
     ]
 
     def __init__(self, catalog: Catalog) -> None:

@@ -20,7 +20,7 @@ def answer_source(ev: QuestionAnswered) -> str:
         return ", ".join(ev.record_ids)
     if ev.fallback:
         return "fallback"
-    return "operator" if ev.responder == "human" else "—"
+    return "typed" if ev.responder == "human" else "—"
 
 
 class ClarificationPane(VerticalScroll):
@@ -68,7 +68,9 @@ class ClarificationPane(VerticalScroll):
         self.answered += 1
         head = Text()
         head.append(f"A{ev.question_id}", style="bold")
-        who = {"simulated": "simulated user", "human": "operator"}.get(ev.responder, ev.responder)
+        who = {"simulated": "simulated user", "human": "operator", "budget": "not answered"}.get(
+            ev.responder, ev.responder
+        )
         head.append(f"  {who} · ", style="dim")
         source = answer_source(ev)
         style = "yellow" if source in ("fallback", "budget") else "cyan"

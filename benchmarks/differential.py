@@ -1,0 +1,160 @@
+"""Throughput of the differential engine against a naive baseline and the floor, in one process.
+
+    python benchmarks/differential.py [--cases 50] [--repeat 1]
+
+Suites are built from the `mini` fixture task: stdout-only cases (`upper`, `count`) and
+file-writing cases (`note`, with a fixture). Each suite runs three ways, plus the engine's
+fallback path (what a remote engine gets):
+  engine   — this engine: pooled containers, reused when provably untouched, layer diffs,
+             both sides concurrently, cases bounded by the machine-sized semaphore;
+  naive    — CLI-Tool-Bench style: one persistent container per side, the work folder restored
+             by copy before each case, `find`-based manifests before and after, oracle then
+             delivery one after the other;
+  floor    — a bare `docker exec` of each case's command in already-running containers on
+             both sides, same concurrency as the engine, no reset and no capture.
+Prints cases/second and the ratios `engine vs naive` and `floor vs engine`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from icae_tui.catalog import load_catalog  # noqa: E402
+from icae_tui.domain.task import Case, CaseRef, Split, Task  # noqa: E402
+from icae_tui.evaluation.differential import Evaluator, Sides, default_concurrency, invocation  # noqa: E402
+from icae_tui.sandbox.containers import container  # noqa: E402
+from icae_tui.sandbox.engine import connect  # noqa: E402
+from icae_tui.sandbox.images import ensure_task_images  # noqa: E402
+
+
+def suite(task: Task, n: int, file_share: float) -> Task:
+    refs = []
+    n_files = round(n * file_share)
+    for i in range(n):
+        if i < n_files:
+            case = Case(input={"op": "note", "name": f"out/n{i}.txt", "text": f"note {i}"},
+                        files={"out/keep.txt": "fixture\n"}, pattern="note")  # fmt: skip
+        elif i % 2:
+            case = Case(input={"op": "upper", "text": f"word {i} " * 5}, pattern="upper")
+        else:
+            case = Case(input={"op": "count", "text": "a b c " * i}, pattern="count")
+        refs.append(
+            CaseRef(
+                split=Split.HIDDEN, stem="bench", index=i, case=case, pattern=case.pattern or ""
+            )
+        )
+    return task.model_copy(update={"cases": refs})
+
+
+async def run_engine(docker, task: Task, sides: Sides, *, fast: bool) -> tuple[float, int]:
+    started = time.perf_counter()
+    passed = 0
+    async with Evaluator(docker, task, sides, run_id="bench-engine", fast=fast) as ev:
+        async for r in ev.run_cases(task.cases):
+            passed += r.passed
+    return time.perf_counter() - started, passed
+
+
+FIND_MANIFEST = "find / -xdev \\( -path /proc -o -path /sys -o -path /usr -o -path /var/lib \\) -prune -o -type f -newer /etc/hostname -print0 2>/dev/null | xargs -0 -r sha256sum"
+
+
+async def run_naive(docker, task: Task, sides: Sides) -> tuple[float, int]:
+    """One persistent container per side; restore by folder copy; find-based manifests."""
+    workdir = task.spec.cases.workdir
+    started = time.perf_counter()
+    same = 0
+    async with (
+        container(docker, sides.oracle_image, run_id="bench-naive", role="oracle") as o,
+        container(docker, sides.delivery_image, run_id="bench-naive", role="delivery") as d,
+    ):
+        for c in (o, d):
+            await c.exec(f"cp -a {workdir} /tmp/pristine")
+        for ref in task.cases:
+            command, stdin = invocation(task, ref)
+            outputs = []
+            for c in (o, d):  # oracle, then delivery
+                await c.exec(f"rm -rf {workdir} && cp -a /tmp/pristine {workdir}")
+                if ref.case.files:
+                    await c.put_files(
+                        {f"{workdir}/{p}": t.encode() for p, t in ref.case.files.items()}
+                    )
+                before = await c.exec(FIND_MANIFEST)
+                res = await c.exec(command, stdin=stdin, workdir=workdir, timeout_s=10)
+                after = await c.exec(FIND_MANIFEST)
+                outputs.append((res.exit_code, res.stdout, before.stdout != after.stdout))
+            same += outputs[0] == outputs[1]
+    return time.perf_counter() - started, same
+
+
+async def run_floor(docker, task: Task, sides: Sides) -> tuple[float, int]:
+    async with (
+        container(docker, sides.oracle_image, run_id="bench-floor", role="oracle") as o,
+        container(docker, sides.delivery_image, run_id="bench-floor", role="delivery") as d,
+    ):
+        gate = asyncio.Semaphore(default_concurrency())
+
+        async def one(ref: CaseRef) -> bool:
+            command, stdin = invocation(task, ref)
+            async with gate:
+                a, b = await asyncio.gather(
+                    o.exec(command, stdin=stdin, workdir=task.spec.cases.workdir),
+                    d.exec(command, stdin=stdin, workdir=task.spec.cases.workdir),
+                )
+            return a.stdout == b.stdout
+
+        started = time.perf_counter()
+        same = sum(await asyncio.gather(*(one(r) for r in task.cases)))
+        return time.perf_counter() - started, same
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cases", type=int, default=50)
+    args = ap.parse_args()
+    catalog = load_catalog(ROOT / "tests" / "fixtures" / "tasks")
+    base = catalog.tasks["mini"]
+    docker = await connect()
+    try:
+        images = await ensure_task_images(docker, base)
+        # the delivery is the oracle's twin: same image, so every case must pass
+        sides = Sides(oracle_image=images.oracle, delivery_image=images.oracle)
+        print(
+            f"machine: concurrency {default_concurrency()} cases in flight; {args.cases} cases per suite"
+        )
+        for name, share in (("mixed (30% file-writing)", 0.3), ("stdout-only", 0.0)):
+            task = suite(base, args.cases, share)
+            n = len(task.cases)
+            figures = {}
+            for way, coro in (
+                ("engine", run_engine(docker, task, sides, fast=True)),
+                ("fallback", run_engine(docker, task, sides, fast=False)),
+                ("naive", run_naive(docker, task, sides)),
+                ("floor", run_floor(docker, task, sides)),
+            ):
+                elapsed, ok = await coro
+                figures[way] = n / elapsed
+                print(
+                    f"  {name:<26} {way:<9} {elapsed:6.2f} s  {n / elapsed:6.1f} cases/s  ({ok}/{n} agree)"
+                )
+            print(f"{name}: engine vs naive: {figures['engine'] / figures['naive']:.1f}x")
+            print(f"{name}: floor vs engine: {figures['floor'] / figures['engine']:.1f}x")
+            print(f"{name}: fallback vs naive: {figures['fallback'] / figures['naive']:.1f}x")
+            print(
+                json.dumps(
+                    {"suite": name, "cases_per_s": {k: round(v, 2) for k, v in figures.items()}}
+                )
+            )
+    finally:
+        await docker.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

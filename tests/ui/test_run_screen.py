@@ -1,0 +1,328 @@
+"""The run screen fed with synthetic events: no Docker, no Run."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from textual.widgets import Input, Static
+
+from icae_tui.catalog import Catalog
+from icae_tui.domain.events import (
+    CaseFinished,
+    CasesPlanned,
+    QuestionAnswered,
+    QuestionAsked,
+    RunFinished,
+    ScoreUpdated,
+)
+from icae_tui.domain.results import Verdict
+from icae_tui.run import RunConfig, RunOutcome
+from icae_tui.ui.app import IcaeApp
+from icae_tui.ui.screens.dialogs import CaseDetailScreen
+from icae_tui.ui.screens.run import RunScreen
+from icae_tui.ui.screens.task_list import TaskListScreen
+from icae_tui.ui.widgets.trace import LINE_LIMIT
+
+from .helpers import CASE_IDS, HOSTILE_LINE, result, score, started, stream
+
+
+def text_of(screen: RunScreen, selector: str) -> str:
+    return str(screen.query_one(selector, Static).render())
+
+
+async def open_run_screen(app: IcaeApp, pilot, screen: RunScreen | None = None) -> RunScreen:
+    screen = screen or RunScreen()
+    await app.push_screen(screen)
+    await pilot.pause()
+    return screen
+
+
+@pytest.fixture
+def app(store):
+    return IcaeApp(catalog=Catalog(), store=store)
+
+
+async def test_hostile_output_is_shown_literally(app):
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await open_run_screen(app, pilot)
+        for ev in stream():
+            screen.handle_event(ev)
+        screen.flush()
+        await pilot.pause()
+
+        lines = list(screen.trace.lines)
+        joined = "\n".join(lines)
+        # ANSI escapes, NUL, BEL and CR are visible escapes, never interpreted
+        assert (
+            "  out│ \\x1b[31mred\\x1b[0m and [bold]markup[/] and [link=http://x]link[/link]"
+            in lines
+        )
+        assert "  out│ nul\\x00byte and bell\\x07 and cr\\x0dover" in lines
+        assert "  err│ warn: \\x1b[2Jcleared?" in lines
+        assert "\x1b" not in joined and "\x00" not in joined and "\r" not in joined
+        # the 100k-character line is cut with a visible marker, not dropped or wrapped
+        huge = [line for line in lines if line.startswith("  out│ AAAA")]
+        assert len(huge) == 1
+        assert huge[0] == (
+            "  out│ " + HOSTILE_LINE[:LINE_LIMIT] + f"… [+{len(HOSTILE_LINE) - LINE_LIMIT} chars]"
+        )
+        # the unfinished line was flushed when the command ended
+        assert "  out│ partial line without newline" in lines
+        assert "agent › Let me [bold]ask[/] first." in lines
+        assert "$ cat [bold]x[/]" in lines
+        # markup in task titles stays literal in the header
+        assert "Mini [bold]tool[/]" in text_of(screen, "#run-header")
+        assert "evaluate" in text_of(screen, "#run-header")
+
+
+async def test_clarifications_show_who_answered_and_from_what(app):
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await open_run_screen(app, pilot)
+        for ev in stream():
+            screen.handle_event(ev)
+        screen.flush()
+        await pilot.pause()
+        turns = screen.clarify.turns
+        assert [kind for kind, _ in turns] == ["question", "answer"] * 3
+        assert "How are [red]errors[/] reported?" in turns[0][1]
+        assert "simulated user · C001" in turns[1][1]
+        assert "Print error=x." in turns[1][1]
+        assert "fallback" in turns[3][1]
+        assert "budget" in turns[5][1]
+        assert screen.clarify.border_title == "Clarifications · 3/3 asked"
+
+
+async def test_results_fill_in_planned_order_and_update_in_place(app):
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await open_run_screen(app, pilot)
+        for ev in stream():
+            screen.handle_event(ev)
+        screen.flush()
+        await pilot.pause()
+        table = screen.results
+        assert table.row_count == len(CASE_IDS)
+        assert [str(table.get_row_at(i)[0]) for i in range(table.row_count)] == CASE_IDS
+        assert table.verdicts() == ["…"] * len(CASE_IDS)
+
+        # finish out of order, as concurrent evaluation does; rows keep their places
+        finished = [
+            result("hidden/ops#1", Verdict.WRONG_ANSWER, "stdout differs [bold]x[/]", 1),
+            result("public/upper#0"),
+            result("enhanced/edge#0", Verdict.TIME_LIMIT, "delivery timed out", None),
+        ]
+        for i, r in enumerate(finished, 1):
+            screen.handle_event(CaseFinished(result=r))
+            screen.handle_event(ScoreUpdated(score=score(i, 4, 0.5)))
+        assert table.verdicts() == ["…"] * len(CASE_IDS)  # batched: nothing drawn yet
+        screen.flush()
+        await pilot.pause()
+        assert table.row_count == len(CASE_IDS)
+        assert [str(table.get_row_at(i)[0]) for i in range(table.row_count)] == CASE_IDS
+        assert table.verdicts() == ["accepted", "…", "wrong_answer", "time_limit"]
+        row = [str(c) for c in table.get_row("hidden/ops#1")]
+        assert row == ["hidden/ops#1", "ops", "wrong_answer", "stdout differs [bold]x[/]", "0", "1"]
+        assert "3/4" in text_of(screen, "#score")
+        assert "50.0%" in text_of(screen, "#score")
+
+        # the timer flushes too (every ~80 ms)
+        screen.handle_event(CaseFinished(result=result("hidden/ops#0")))
+        screen.handle_event(ScoreUpdated(score=score(4, 4, 0.75)))
+        await pilot.pause(0.3)
+        assert table.verdicts() == ["accepted", "accepted", "wrong_answer", "time_limit"]
+        assert "4/4" in text_of(screen, "#score")
+
+        screen.handle_event(
+            RunFinished(status="completed", score=score(4, 4, 0.75), report_path="/tmp/r.json")
+        )
+        await pilot.pause()
+        assert "run completed" in text_of(screen, "#status")
+        assert "/tmp/r.json" in text_of(screen, "#status")
+        assert "completed" in text_of(screen, "#run-header")
+
+        # Enter on a finished row shows both sides
+        table.focus()
+        table.move_cursor(row=2)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, CaseDetailScreen)
+        assert app.screen.result.case_id == "hidden/ops#1"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is screen
+
+
+async def test_many_output_chunks_are_batched(app):
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await open_run_screen(app, pilot)
+        screen.handle_event(started())
+        from icae_tui.domain.events import AgentOutput
+
+        for i in range(20_000):
+            screen.handle_event(AgentOutput(stream="stdout", text=f"line {i}\n"))
+        assert screen.trace.pending >= 20_000
+        screen.flush()
+        await pilot.pause()
+        assert screen.trace.pending == 0
+        assert screen.trace.lines[-1] == "  out│ line 19999"
+
+
+async def test_failed_run_shows_the_error(app):
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await open_run_screen(app, pilot)
+        screen.handle_event(started())
+        screen.handle_event(
+            RunFinished(status="failed", error="Docker engine lost mid-run: [b]boom[/b]\x1b[0m")
+        )
+        await pilot.pause()
+        status = text_of(screen, "#status")
+        assert "run failed" in status
+        assert "Docker engine lost mid-run: [b]boom[/b]\\x1b[0m" in status
+
+
+# --- a fake Run: the worker, the human responder, crashes -----------------------------------
+
+
+class FakeRun:
+    """Enough of `icae_tui.run.Run` for the screen; execute() is scripted per test."""
+
+    def __init__(self, task, responder: str = "simulated", script=None) -> None:
+        self.config = RunConfig(task=task, agent="scripted:good", responder=responder)
+        self.run_id = "fake-run"
+        self.subscribers = []
+        self.answers: dict[int, asyncio.Future[str]] = {}
+        self.script = script
+
+    def subscribe(self, callback) -> None:
+        self.subscribers.append(callback)
+
+    def emit(self, ev) -> None:
+        for callback in self.subscribers:
+            callback(ev)
+
+    async def execute(self) -> RunOutcome:
+        return await self.script(self)
+
+    def answer(self, question_id: int, text: str) -> bool:
+        fut = self.answers.get(question_id)
+        if fut is None or fut.done():
+            return False
+        fut.set_result(text)
+        return True
+
+
+async def test_human_answers_through_the_input(fixture_catalog, store):
+    task = fixture_catalog.tasks["mini"]
+
+    async def script(run: FakeRun) -> RunOutcome:
+        run.emit(started("human"))
+        run.answers[1] = asyncio.get_running_loop().create_future()
+        run.emit(QuestionAsked(question_id=1, text="Which format?", remaining_before=3))
+        text = await run.answers[1]
+        run.emit(QuestionAnswered(question_id=1, text=text, responder="human", remaining=2))
+        run.emit(CasesPlanned(case_ids=["public/upper#0"]))
+        run.emit(CaseFinished(result=result("public/upper#0")))
+        run.emit(RunFinished(status="completed", score=score(1, 1, 1.0)))
+        return RunOutcome(run.run_id, "completed", score(1, 1, 1.0))
+
+    fake = FakeRun(task, "human", script)
+    app = IcaeApp(catalog=fixture_catalog, store=store)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await open_run_screen(app, pilot, RunScreen(fake))
+        await pilot.pause()
+        box = screen.query_one("#answer", Input)
+        assert box.display and box.has_focus and screen.awaiting == 1
+        await pilot.press(*"JSON [please]")
+        await pilot.press("enter")
+        await screen.worker.wait()
+        await pilot.pause(0.2)
+        assert not box.display
+        assert screen.clarify.turns[-1][0] == "answer"
+        assert "operator · typed" in screen.clarify.turns[-1][1]
+        assert "JSON [please]" in screen.clarify.turns[-1][1]
+        assert screen.results.verdicts() == ["accepted"]
+        assert "run completed" in text_of(screen, "#status")
+
+
+async def test_a_crashing_run_shows_a_message_not_a_traceback(fixture_catalog, store):
+    task = fixture_catalog.tasks["mini"]
+
+    async def script(run: FakeRun) -> RunOutcome:
+        run.emit(started())
+        raise RuntimeError("store is [bold]gone[/]")
+
+    app = IcaeApp(catalog=fixture_catalog, store=store)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await open_run_screen(app, pilot, RunScreen(FakeRun(task, script=script)))
+        await pilot.pause(0.2)
+        assert app.is_running and app.screen is screen
+        status = text_of(screen, "#status")
+        assert "run crashed" in status and "RuntimeError: store is [bold]gone[/]" in status
+        assert "crashed" in text_of(screen, "#run-header")
+        await pilot.press("escape")  # not running any more: back without asking
+        await pilot.pause()
+        assert isinstance(app.screen, TaskListScreen)
+
+
+async def test_escape_while_running_asks_then_cancels_and_goes_back(fixture_catalog, store):
+    task = fixture_catalog.tasks["mini"]
+    cancelled = asyncio.Event()
+
+    async def script(run: FakeRun) -> RunOutcome:
+        run.emit(started())
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            run.emit(RunFinished(status="cancelled", error="cancelled by the operator"))
+            cancelled.set()
+            raise
+        raise AssertionError("not cancelled")
+
+    app = IcaeApp(catalog=fixture_catalog, store=store)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await open_run_screen(app, pilot, RunScreen(FakeRun(task, script=script)))
+        assert screen.running
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("n")  # keep running
+        await pilot.pause()
+        assert app.screen is screen and screen.running
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("y")
+        await pilot.pause(0.3)
+        assert cancelled.is_set()
+        assert isinstance(app.screen, TaskListScreen)
+
+
+async def test_replay_of_stored_events(app):
+    events = [*stream(), CaseFinished(result=result("public/upper#0"))]
+    events.append(RunFinished(status="completed", score=score(1, 4, 0.25)))
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await open_run_screen(app, pilot, RunScreen(replay=events))
+        assert screen.results.verdicts() == ["accepted", "…", "…", "…"]
+        assert "run completed" in text_of(screen, "#status")
+        assert not screen.running
+
+
+async def test_quit_while_running_cancels_the_run_cleanly(fixture_catalog, store):
+    task = fixture_catalog.tasks["mini"]
+    cleaned = asyncio.Event()
+
+    async def script(run: FakeRun) -> RunOutcome:
+        run.emit(started())
+        try:
+            await asyncio.sleep(3600)
+        finally:
+            cleaned.set()
+        raise AssertionError("not cancelled")
+
+    app = IcaeApp(catalog=fixture_catalog, store=store)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await open_run_screen(app, pilot, RunScreen(FakeRun(task, script=script)))
+        assert app.running_runs()
+        await pilot.press("ctrl+q")
+        await pilot.pause(1.0)
+    assert cleaned.is_set()
+    assert app.return_code == 0
+    assert screen.worker is not None and screen.worker.state.name == "CANCELLED"

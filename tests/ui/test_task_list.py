@@ -1,0 +1,122 @@
+"""The first screen: tasks, task errors, and opening the run setup."""
+
+from __future__ import annotations
+
+import shutil
+
+from textual.widgets import DataTable, Select, Static
+
+from icae_tui.catalog import load_catalog
+from icae_tui.ui.app import IcaeApp
+from icae_tui.ui.screens.run_setup import RunSetupScreen
+from icae_tui.ui.screens.task_list import TaskListScreen
+from tests.conftest import FIXTURE_TASKS
+
+
+def static_text(widget: Static) -> str:
+    return str(widget.render())
+
+
+async def test_lists_the_fixture_task(fixture_catalog, store):
+    app = IcaeApp(catalog=fixture_catalog, store=store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, TaskListScreen)
+        table = screen.query_one("#tasks", DataTable)
+        assert table.row_count == 1
+        row = [str(cell) for cell in table.get_row("mini")]
+        assert row[0] == "mini"
+        assert row[1] == "Mini text tool (test fixture)"
+        assert row[2] == "dispatcher"
+        assert row[3:6] == ["1", "3", "2"]  # public, hidden, enhanced
+        assert "good" in row[6]
+        assert not screen.query("#task-errors")
+        assert "upper-cases text" in static_text(screen.query_one("#task-detail", Static))
+        await pilot.pause()
+
+
+async def test_malformed_task_is_reported_with_its_path(tmp_path, store):
+    tasks = tmp_path / "tasks"
+    shutil.copytree(FIXTURE_TASKS / "mini", tasks / "mini")
+    broken = tasks / "broken"
+    shutil.copytree(FIXTURE_TASKS / "mini", broken)
+    (broken / "task.toml").write_text('id = "broken"\ntitle = [unclosed\n', encoding="utf-8")
+    catalog = load_catalog(tasks)
+    assert catalog.errors and "mini" in catalog.tasks
+
+    app = IcaeApp(catalog=catalog, store=store)
+    async with app.run_test(size=(140, 40)):
+        screen = app.screen
+        assert screen.query_one("#tasks", DataTable).row_count == 1
+        panel = screen.query_one("#task-errors")
+        assert panel.display
+        shown = static_text(screen.query_one("#task-errors-text", Static))
+        assert str(broken / "task.toml") in shown
+        assert "invalid TOML" in shown
+        assert "1 task could not be loaded" in shown
+
+
+async def test_only_errors_still_opens(tmp_path, store):
+    tasks = tmp_path / "tasks"
+    (tasks / "bad").mkdir(parents=True)  # no task.toml at all
+    catalog = load_catalog(tasks)
+    app = IcaeApp(catalog=catalog, store=store)
+    async with app.run_test(size=(120, 30)):
+        screen = app.screen
+        assert screen.query_one("#tasks", DataTable).row_count == 0
+        assert "missing task.toml" in static_text(screen.query_one("#task-errors-text", Static))
+        assert screen.query_one("#no-tasks")
+
+
+async def test_enter_opens_setup_and_escape_cancels(fixture_catalog, store):
+    app = IcaeApp(catalog=fixture_catalog, store=store, pace_s=0)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("enter")
+        await pilot.pause()
+        setup = app.screen
+        assert isinstance(setup, RunSetupScreen)
+        assert setup.query_one("#agent", Select).value == "scripted:good"
+        assert setup.query_one("#level", Select).value == "L1"
+        assert setup.query_one("#responder", Select).value == "simulated"
+        config = setup.config()
+        assert config is not None and config.pace_s == 0 and config.task.id == "mini"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, TaskListScreen)
+
+
+async def test_setup_without_solutions_cannot_start(tmp_path, store):
+    tasks = tmp_path / "tasks"
+    shutil.copytree(FIXTURE_TASKS / "mini", tasks / "mini")
+    shutil.rmtree(tasks / "mini" / "solutions")
+    catalog = load_catalog(tasks)
+    app = IcaeApp(catalog=catalog, store=store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("enter")
+        await pilot.pause()
+        setup = app.screen
+        assert isinstance(setup, RunSetupScreen)
+        assert setup.query_one("#start").disabled
+        assert setup.config() is None
+        assert "no solutions" in static_text(setup.query_one("#setup-note", Static))
+        await pilot.press("ctrl+s")  # refused, stays open
+        await pilot.pause()
+        assert app.screen is setup
+
+
+async def test_history_lists_stored_runs(fixture_catalog, store):
+    store.create_run("r1", "mini", "scripted:good", "L1", "simulated", 1.0)
+    store.finish_run("r1", "completed", 2.0, 1.0)
+    app = IcaeApp(catalog=fixture_catalog, store=store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("h")
+        await pilot.pause()
+        table = app.screen.query_one("#runs", DataTable)
+        assert [str(c) for c in table.get_row("r1")][:7] == [
+            "r1", "mini", "scripted:good", "L1", "simulated", "completed", "100.0%",
+        ]  # fmt: skip
+        await pilot.press("enter")  # a run without events still opens
+        await pilot.pause()
+        await pilot.press("escape", "escape")
+        await pilot.pause()
+        assert isinstance(app.screen, TaskListScreen)
