@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
+import logging
 import secrets
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +49,8 @@ from icae_tui.sandbox.images import ImageBuildError, ensure_task_images, wrapper
 from icae_tui.sandbox.reaper import reap
 from icae_tui.store import RunStore
 from icae_tui.users.responders import ClarificationChannel, HumanResponder, Responder, SimulatedUser
+
+log = logging.getLogger(__name__)
 
 TRACE_CAP_PER_COMMAND = 256 * 1024  # bytes of one command's output shown in the trace
 
@@ -103,8 +105,8 @@ class Run:
         for callback in self._subscribers:
             try:
                 callback(event)
-            except Exception:  # a broken display must not break the run
-                traceback.print_exc()
+            except Exception:  # a broken display must not break the run, nor scribble on it
+                log.exception("event subscriber %r failed on %s", callback, type(event).__name__)
 
     # --- commands from displays ---------------------------------------------------------
 

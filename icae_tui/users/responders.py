@@ -57,8 +57,11 @@ class HumanResponder:
 
     def __init__(self) -> None:
         self.pending: dict[int, asyncio.Future[str]] = {}
+        self._early: dict[int, str] = {}  # answers that arrived before the question parked
 
     async def reply(self, question_id: int, question: str) -> Reply:
+        if question_id in self._early:
+            return Reply(self._early.pop(question_id), responder="human")
         fut: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self.pending[question_id] = fut
         try:
@@ -69,7 +72,10 @@ class HumanResponder:
 
     def answer(self, question_id: int, text: str) -> bool:
         fut = self.pending.get(question_id)
-        if fut is None or fut.done():
+        if fut is None:
+            self._early[question_id] = text  # the display was faster than the run
+            return True
+        if fut.done():
             return False
         fut.set_result(text)
         return True
