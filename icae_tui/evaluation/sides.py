@@ -82,16 +82,64 @@ def _dev_listing(pid: int) -> tuple[frozenset[str], ...]:
     return tuple(out)
 
 
+_libc = None
+_SYSV_FILES = ("/proc/sysvipc/shm", "/proc/sysvipc/sem", "/proc/sysvipc/msg")
+CLONE_NEWIPC = 0x08000000
+
+
+def _sysv_lines_in_namespace(pid: int) -> int | None:
+    """Count SysV IPC objects in `pid`'s IPC namespace, from a thread that joins it.
+
+    setns(2) moves only the calling thread; /proc/sysvipc/* shows the reader's namespace.
+    The thread returns to our own namespace before it is reused. None: cannot tell.
+    """
+    import ctypes
+
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    try:
+        own = os.open("/proc/thread-self/ns/ipc", os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        target = os.open(f"/proc/{pid}/ns/ipc", os.O_RDONLY)
+    except OSError:
+        os.close(own)
+        return None
+    try:
+        if _libc.setns(target, CLONE_NEWIPC) != 0:
+            return None
+        try:
+            count = 0
+            for path in _SYSV_FILES:
+                with open(path) as f:
+                    count += max(0, len(f.read().splitlines()) - 1)
+            return count
+        finally:
+            if _libc.setns(own, CLONE_NEWIPC) != 0:  # never leave a pool thread inside
+                raise RuntimeError("could not return to our IPC namespace")
+    finally:
+        os.close(target)
+        os.close(own)
+
+
 async def _sysv_ipc_empty(pid: int) -> bool:
     """No shared memory, semaphore or message queue in the container's IPC namespace."""
+    count = await asyncio.to_thread(_sysv_lines_in_namespace, pid)
+    if count is not None:
+        return count == 0
     if NSENTER is None:
         return False  # cannot prove it: do not reuse
     proc = await asyncio.create_subprocess_exec(
-        NSENTER, "-t", str(pid), "-i", "--", "sh", "-c",
-        "tail -n +2 /proc/sysvipc/shm /proc/sysvipc/sem /proc/sysvipc/msg | grep -v '^==>' | grep -q .",
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        NSENTER, "-t", str(pid), "-i", "--", "cat", *_SYSV_FILES,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
     )  # fmt: skip
-    return await proc.wait() == 1  # grep found nothing
+    out, _ = await proc.communicate()
+    if proc.returncode != 0:
+        return False
+    rows = [ln for ln in out.decode().splitlines() if ln.strip()]
+    return len(rows) == len(_SYSV_FILES)  # headers only
 
 
 async def _settles(view: HostView, base: int, *, tries: int = 10) -> bool:

@@ -22,6 +22,8 @@ ENGINE_NOISE = frozenset({"/usr/sbin/docker-init", "/usr/sbin", "/usr"})
 
 Entry = tuple[str, int, int, str, str]  # type, mode, size, sha256, link target
 
+_DIGESTS: dict[str, tuple[tuple[int, int, int, int], Entry]] = {}  # host path → (stat key, entry)
+
 
 @dataclass(frozen=True)
 class HostView:
@@ -91,7 +93,11 @@ class HostView:
         return any(os.path.lexists(lower / rel) for lower in self.lowers)
 
     def layer(self, *, hash_files: bool = True) -> dict[str, Entry]:
-        """Every entry of the writable layer by absolute path; whiteouts are `deleted`."""
+        """Every entry of the writable layer by absolute path; whiteouts are `deleted`.
+
+        File digests are cached by (inode, size, mtime, ctime): the engine's own files in
+        the layer (docker-init) are hashed once per container, not once per case.
+        """
         out: dict[str, Entry] = {}
         root = str(self.upper)
         for dirpath, dirnames, filenames in os.walk(root):
@@ -103,7 +109,17 @@ class HostView:
                     st = os.lstat(full)
                 except OSError:
                     continue
-                out[path] = _entry(full, st, hash_files=hash_files)
+                key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+                cached = _DIGESTS.get(full)
+                if hash_files and cached is not None and cached[0] == key:
+                    out[path] = cached[1]
+                    continue
+                entry = _entry(full, st, hash_files=hash_files)
+                if hash_files and entry[0] == "file":
+                    if len(_DIGESTS) > 50_000:  # containers come and go: stay bounded
+                        _DIGESTS.clear()
+                    _DIGESTS[full] = (key, entry)
+                out[path] = entry
         return out
 
 
