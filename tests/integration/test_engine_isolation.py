@@ -42,8 +42,12 @@ done
 for d in /proc/[0-9]*; do
   if tr '\0' ' ' < "$d/cmdline" 2>/dev/null | grep -q '^sleep 4242'; then found="$found process"; fi
 done
+[ "$(wc -l < /proc/sysvipc/shm)" -gt 1 ] && found="$found sysv-shm"
 echo "seen:${found:- nothing}"
 """
+
+# Leaves nothing on disk and no process: only a SysV shared-memory segment.
+SYSV_PLANT = """python3 -c "import ctypes; print(ctypes.CDLL(None).shmget(0x4242, 4096, 0o1666) >= 0)" """
 
 PLANT = r"""
 echo 1 > /var/tmp/leak; echo 1 > /root/leak; echo 1 > /data/leak; echo 1 > /dev/shm/leak
@@ -146,9 +150,12 @@ async def test_no_state_leaks_between_cases(images, fast):
         Case(command=PLANT, files={"fixture.txt": "left behind?"}, pattern="plant"),
         Case(command=PROBE, pattern="probe"),
         Case(command=PROBE, pattern="probe"),
+        Case(command=SYSV_PLANT, pattern="sysv"),
+        Case(command=PROBE, pattern="probe"),
     ]
     results = await _run(_task(cases, timeout_s=10), images, fast=fast)
-    for case_id in ("hidden/h#2", "hidden/h#3"):
+    assert results["hidden/h#4"].delivery.stdout == "True\n"
+    for case_id in ("hidden/h#2", "hidden/h#3", "hidden/h#5"):
         r = results[case_id]
         assert r.oracle.stdout == "seen: nothing\n", (case_id, r.oracle.stdout)
         assert r.delivery.stdout == "seen: nothing\n", (case_id, r.delivery.stdout)
@@ -159,5 +166,7 @@ async def test_no_state_leaks_between_cases(images, fast):
         assert results["hidden/h#1"].delivery.state == "reused"  # after the warm-up case
         assert results["hidden/h#2"].delivery.state == "fresh"
         assert results["hidden/h#3"].delivery.state == "reused"
+        assert results["hidden/h#4"].delivery.state == "reused"
+        assert results["hidden/h#5"].delivery.state == "fresh"  # the segment made it dirty
     else:
         assert {r.delivery.state for r in results.values()} == {"fallback"}
