@@ -47,7 +47,9 @@ echo "seen:${found:- nothing}"
 """
 
 # Leaves nothing on disk and no process: only a SysV shared-memory segment.
-SYSV_PLANT = """python3 -c "import ctypes; print(ctypes.CDLL(None).shmget(0x4242, 4096, 0o1666) >= 0)" """
+SYSV_PLANT = (
+    """python3 -c "import ctypes; print(ctypes.CDLL(None).shmget(0x4242, 4096, 0o1666) >= 0)" """
+)
 
 PLANT = r"""
 echo 1 > /var/tmp/leak; echo 1 > /root/leak; echo 1 > /data/leak; echo 1 > /dev/shm/leak

@@ -65,3 +65,31 @@ async def test_kill_9_mid_run_then_reap(tmp_path):
         await foreign.remove()
         await plain.delete(force=True)
         await docker.close()
+
+
+async def test_ctrl_c_removes_what_the_run_created(tmp_path):
+    from icae_tui.store import RunStore
+
+    docker = await connect()
+    cmd = [sys.executable, "-m", "icae_tui", "--tasks", str(FIXTURE_TASKS), "--home", str(tmp_path),
+           "--pace", "2", "run", "--task", "mini", "--agent", "scripted:good"]  # fmt: skip
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        label = f"icae.owner-pid={proc.pid}"
+        deadline = time.time() + 120
+        while time.time() < deadline and not await _containers(docker, label):
+            time.sleep(0.2)
+        assert await _containers(docker, label)
+        os.kill(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, (out, err)
+        assert "Traceback" not in err
+        assert await _containers(docker, label) == []
+        [row] = RunStore(tmp_path / "runs.db").runs()
+        assert row.status == "cancelled"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        await docker.close()
