@@ -12,7 +12,9 @@ fallback path (what a remote engine gets):
              delivery one after the other;
   floor    — a bare `docker exec` of each case's command in already-running containers on
              both sides, same concurrency as the engine, no reset and no capture.
-Prints cases/second and the ratios `engine vs naive` and `floor vs engine`.
+Prints cases/second and the ratios `engine vs naive` and `floor vs engine`. Timing runs from
+the first case to the last result: the engine's pool warm-up is counted, the baselines'
+container start-up and every tear-down are not (in the baselines' favour).
 """
 
 from __future__ import annotations
@@ -60,7 +62,8 @@ async def run_engine(docker, task: Task, sides: Sides, *, fast: bool) -> tuple[f
     async with Evaluator(docker, task, sides, run_id="bench-engine", fast=fast) as ev:
         async for r in ev.run_cases(task.cases):
             passed += r.passed
-    return time.perf_counter() - started, passed
+        elapsed = time.perf_counter() - started  # pool warm-up counted; tear-down is not
+    return elapsed, passed
 
 
 FIND_MANIFEST = "find / -xdev \\( -path /proc -o -path /sys -o -path /usr -o -path /var/lib \\) -prune -o -type f -newer /etc/hostname -print0 2>/dev/null | xargs -0 -r sha256sum"
@@ -69,7 +72,6 @@ FIND_MANIFEST = "find / -xdev \\( -path /proc -o -path /sys -o -path /usr -o -pa
 async def run_naive(docker, task: Task, sides: Sides) -> tuple[float, int]:
     """One persistent container per side; restore by folder copy; find-based manifests."""
     workdir = task.spec.cases.workdir
-    started = time.perf_counter()
     same = 0
     async with (
         container(docker, sides.oracle_image, run_id="bench-naive", role="oracle") as o,
@@ -77,6 +79,7 @@ async def run_naive(docker, task: Task, sides: Sides) -> tuple[float, int]:
     ):
         for c in (o, d):
             await c.exec(f"cp -a {workdir} /tmp/pristine")
+        started = time.perf_counter()  # its containers' start-up is not counted
         for ref in task.cases:
             command, stdin = invocation(task, ref)
             outputs = []
@@ -91,7 +94,8 @@ async def run_naive(docker, task: Task, sides: Sides) -> tuple[float, int]:
                 after = await c.exec(FIND_MANIFEST)
                 outputs.append((res.exit_code, res.stdout, before.stdout != after.stdout))
             same += outputs[0] == outputs[1]
-    return time.perf_counter() - started, same
+        elapsed = time.perf_counter() - started
+    return elapsed, same
 
 
 async def run_floor(docker, task: Task, sides: Sides) -> tuple[float, int]:

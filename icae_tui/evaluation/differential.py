@@ -80,6 +80,8 @@ async def run_on(pool: SidePool, task: Task, ref: CaseRef) -> _SideOutcome:
         touched = bool(ref.case.files or ref.case.prep)
         if view is not None:
             before = view.layer() if touched else box.pristine
+        elif not touched and box.baseline is not None:
+            before = box.baseline
         else:
             before = await fallback_snapshot(pool.docker, c)
         res = await c.exec(

@@ -68,6 +68,7 @@ class Box:
     base_pids: int | None = None
     base_oom: int = 0
     base_dev: tuple[frozenset[str], ...] = ()
+    baseline: dict[str, Entry] | None = None  # fallback path: changes right after start
     cases_served: int = 0
 
 
@@ -248,6 +249,9 @@ class SidePool:
                 box.base_pids = view.process_count()
                 box.base_oom = view.oom_kills()
                 box.base_dev = _dev_listing(box.init_pid)
+            else:
+                # taken while the pool fills, so a case pays for one `/changes`, not two
+                box.baseline = await fallback_snapshot(self.docker, c)
             return box
         except BaseException:
             await c.remove()
