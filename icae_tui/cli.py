@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -130,11 +131,24 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"error: unknown task {args.task!r} (known: {known})", file=sys.stderr)
         return 2
     store = RunStore(Path(args.home) / "runs.db" if args.home else None)
+    user_model = None
+    if args.user_model:
+        from icae_tui.users.model_user import ModelConfig
+
+        if not args.user_base_url:
+            print(
+                "error: --user-model needs --user-base-url (an OpenAI-compatible endpoint)",
+                file=sys.stderr,
+            )
+            return 2
+        key = os.environ.get(args.user_api_key_env, "not-needed")
+        user_model = ModelConfig(model=args.user_model, base_url=args.user_base_url, api_key=key)
     config = RunConfig(
         task=task,
         agent=args.agent,
         level=Level(args.level),
         responder=args.responder,
+        user_model=user_model,
         pace_s=args.pace,
         concurrency=args.concurrency,
     )
@@ -220,7 +234,14 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--task", required=True)
     run.add_argument("--agent", default="scripted:good", help="e.g. scripted:good")
     run.add_argument("--level", default="L1", choices=[lv.value for lv in Level])
-    run.add_argument("--responder", default="simulated", choices=["simulated", "human"])
+    run.add_argument("--responder", default="simulated", choices=["simulated", "human"],
+                     help="who answers questions: the simulated user, or you on stdin")  # fmt: skip
+    run.add_argument(
+        "--user-model", help="let a model (choosing among matched records) be the user"
+    )
+    run.add_argument("--user-base-url", help="OpenAI-compatible endpoint for --user-model")
+    run.add_argument("--user-api-key-env", default="OPENAI_API_KEY",
+                     help="environment variable holding the endpoint's key")  # fmt: skip
     run.add_argument("--report", help="also write the JSON report here")
     run.add_argument("--concurrency", type=int, default=None, help="cases evaluated at once")
     run.add_argument("-v", "--verbose", action="store_true", help="print agent command output")

@@ -24,6 +24,7 @@ from icae_tui.domain.events import (
     Progress,
     QuestionAnswered,
     QuestionAsked,
+    ResponderChanged,
     RunFinished,
     RunStarted,
     ScoreUpdated,
@@ -31,6 +32,7 @@ from icae_tui.domain.events import (
 from icae_tui.run import Run, RunConfig, RunOutcome
 from icae_tui.safe_text import printable
 from icae_tui.store import RunStore
+from icae_tui.users.metrics import interaction_metrics
 
 
 def _pct(x: float) -> str:
@@ -68,10 +70,16 @@ class PlainPrinter:
                 note = " (timed out)" if ev.timed_out else ""
                 self.line(f"   exit {ev.exit_code} in {ev.duration_s:.2f}s{note}")
             case QuestionAsked():
-                self.line(f"Q{ev.question_id} ({ev.remaining_before} left): {printable(ev.text)}")
+                via = "" if ev.via == "agent" else f" via {ev.via}"
+                self.line(
+                    f"Q{ev.question_id} ({ev.remaining_before} left{via}): {printable(ev.text)}"
+                )
             case QuestionAnswered():
                 source = ", ".join(ev.record_ids) or ("budget" if ev.over_budget else "fallback")
-                self.line(f"A{ev.question_id} [{ev.responder} · {source}]: {printable(ev.text)}")
+                who = ev.responder + (" (edited)" if ev.edited else "")
+                self.line(f"A{ev.question_id} [{who} · {source}]: {printable(ev.text)}")
+            case ResponderChanged():
+                self.line(f"responder → {ev.mode} (by {ev.by})")
             case AgentSubmitted():
                 self.line(f"agent submitted: {printable(ev.message)}")
             case BuildChecked():
@@ -91,6 +99,12 @@ class PlainPrinter:
                 if ev.report_path:
                     self.line(f"report: {ev.report_path}")
 
+    def summary(self, events: list[Event]) -> None:
+        m = interaction_metrics(events)
+        never = ", ".join(m.never_asked) or "none"
+        self.line(f"interaction: {m.turns}/{m.budget} questions · fallback {_pct(m.fallback_rate)} · "
+                  f"coverage {_pct(m.coverage)} ({len(m.covered)} records) · never asked: {never}")  # fmt: skip
+
 
 class TerminalHuman:
     """Headless `--responder human`: questions are answered from the terminal."""
@@ -100,7 +114,7 @@ class TerminalHuman:
         self.printer = printer
 
     def __call__(self, ev: Event) -> None:
-        if isinstance(ev, QuestionAsked) and self.run.config.responder == "human":
+        if isinstance(ev, QuestionAsked) and ev.mode == "human":
             asyncio.get_running_loop().create_task(self._read(ev.question_id))
 
     async def _read(self, question_id: int) -> None:
@@ -115,4 +129,6 @@ async def run_headless(config: RunConfig, store: RunStore, *, verbose: bool = Fa
     printer = PlainPrinter(verbose=verbose)
     run.subscribe(printer)
     run.subscribe(TerminalHuman(run, printer))
-    return await run.execute()
+    outcome = await run.execute()
+    printer.summary(store.events(run.run_id))
+    return outcome

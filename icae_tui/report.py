@@ -18,6 +18,7 @@ from icae_tui.domain.events import (
     RunStarted,
     ScoreUpdated,
 )
+from icae_tui.users.metrics import interaction_metrics
 
 REPORT_VERSION = 1
 
@@ -39,7 +40,7 @@ def build_report(events: list[Event]) -> dict[str, Any]:
                     "started_at": ev.ts,
                 }
             case QuestionAsked():
-                turn = {"id": ev.question_id, "question": ev.text}
+                turn = {"id": ev.question_id, "question": ev.text, "via": ev.via, "mode": ev.mode}
                 questions[ev.question_id] = turn
                 report["turns"].append(turn)
             case QuestionAnswered():
@@ -51,6 +52,9 @@ def build_report(events: list[Event]) -> dict[str, Any]:
                     fallback=ev.fallback,
                     over_budget=ev.over_budget,
                     responder=ev.responder,
+                    edited=ev.edited,
+                    model=ev.model,
+                    runner_up=ev.runner_up,
                     latency_s=ev.latency_s,
                 )
             case AgentSubmitted():
@@ -71,6 +75,7 @@ def build_report(events: list[Event]) -> dict[str, Any]:
                 report.setdefault("run", {})["finished_at"] = ev.ts
                 if ev.score is not None:
                     report["score"] = ev.score.model_dump(mode="json")
+    report["interaction"] = interaction_metrics(events).model_dump()
     report["cases"].sort(key=lambda c: order.get(c["case_id"], len(order)))
     report["failed_cases"] = [
         {"case_id": c["case_id"], "verdict": c["verdict"], "reason": c["reason"]}

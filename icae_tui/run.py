@@ -34,6 +34,7 @@ from icae_tui.domain.events import (
     Event,
     PhaseChanged,
     Progress,
+    ResponderChanged,
     RunFinished,
     RunStarted,
     ScoreUpdated,
@@ -48,7 +49,10 @@ from icae_tui.sandbox.engine import EngineUnavailable, connect, is_engine_error
 from icae_tui.sandbox.images import ImageBuildError, ensure_task_images, wrapper_script
 from icae_tui.sandbox.reaper import reap
 from icae_tui.store import RunStore
-from icae_tui.users.responders import ClarificationChannel, HumanResponder, Responder, SimulatedUser
+from icae_tui.users.ask_server import icae_ask_script, serving
+from icae_tui.users.channel import ClarificationChannel
+from icae_tui.users.model_user import ModelConfig, ModelUser
+from icae_tui.users.responders import Desk, Responder, SimulatedUser
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +66,8 @@ class RunConfig:
     task: Task
     agent: str = "scripted:good"
     level: Level = Level.L1
-    responder: str = "simulated"
+    responder: str = "simulated"  # the desk's first mode: simulated, human or assisted
+    user_model: ModelConfig | None = None  # the automatic user: a model instead of matching
     pace_s: float | None = None
     concurrency: int | None = None  # None: sized to the machine
     splits: tuple[Split, ...] = (Split.PUBLIC, Split.HIDDEN, Split.ENHANCED)
@@ -87,7 +92,7 @@ class Run:
         self.config = config
         self.store = store
         self.run_id = new_run_id()
-        self.human = HumanResponder()
+        self.desk = Desk(self._auto_responder(), config.responder)
         self._subscribers: list[Subscriber] = []
         self._seq = 0
         self._events: list[Event] = []
@@ -111,15 +116,28 @@ class Run:
     # --- commands from displays ---------------------------------------------------------
 
     def answer(self, question_id: int, text: str) -> bool:
-        return self.human.answer(question_id, text)
+        """The operator's answer to a waiting question (human and assisted modes)."""
+        return self.desk.answer(question_id, text)
 
-    # --- the run ------------------------------------------------------------------------
+    def set_responder(self, mode: str) -> None:
+        """Switch who answers, at any moment; a waiting question follows the new mode."""
+        if mode == self.desk.mode:
+            return
+        self.desk.set_mode(mode)
+        asyncio.get_running_loop().create_task(self.emit(ResponderChanged(mode=mode)))
 
-    def _responder(self) -> Responder:
+    def _auto_responder(self) -> Responder:
         cfg = self.config
-        if cfg.responder == "human":
-            return self.human
-        return SimulatedUser(cfg.task.user_agent[cfg.level].oracle_data)
+        data = cfg.task.user_agent[cfg.level].oracle_data
+        if cfg.user_model is not None:
+            return ModelUser(data, cfg.user_model)
+        return SimulatedUser(data)
+
+    def _record_ids(self) -> tuple[list[str], list[str]]:
+        data = self.config.task.user_agent[self.config.level].oracle_data
+        task_records = [r.constraint_id for r in data.hidden_constraints if not r.generic]
+        generic = [r.constraint_id for r in data.hidden_constraints if r.generic]
+        return task_records, generic
 
     async def execute(self) -> RunOutcome:
         cfg, task = self.config, self.config.task
@@ -135,6 +153,8 @@ class Run:
                 responder=cfg.responder,
                 budget=task.spec.budget,
                 prd=task.prd[cfg.level],
+                task_records=self._record_ids()[0],
+                generic_records=self._record_ids()[1],
             )
         )
         outcome = RunOutcome(self.run_id, "failed", None)
@@ -203,29 +223,31 @@ class Run:
 
         await self.emit(PhaseChanged(phase="generate", detail=agent.name))
         delivery_image = f"icae-delivery-{task.id}:{self.run_id}"
-        channel = ClarificationChannel(self._responder(), task.spec.budget, self.emit)
-        agent_box = await create_container(
-            docker, images.agent, run_id=self.run_id, role="agent",
-            workdir=task.spec.delivery.workspace,
-        )  # fmt: skip
-        try:
-            session = _AgentSession(self, agent_box, task.spec.delivery.workspace, channel)
-            final = await agent.build(task.prd[cfg.level], session)
-            await self.emit(AgentSubmitted(message=final))
+        channel = ClarificationChannel(self.desk, task.spec.budget, self.emit)
+        async with serving(channel, task.id) as ask_server:
+            agent_box = await create_container(
+                docker, images.agent, run_id=self.run_id, role="agent",
+                workdir=task.spec.delivery.workspace, binds=[ask_server.bind],
+            )  # fmt: skip
+            try:
+                await agent_box.put_files(
+                    {"/usr/local/bin/icae-ask": icae_ask_script()}, mode=0o755
+                )
+                session = _AgentSession(self, agent_box, task.spec.delivery.workspace, channel)
+                final = await agent.build(task.prd[cfg.level], session)
+                await self.emit(AgentSubmitted(message=final))
 
-            await self.emit(PhaseChanged(phase="freeze", detail=delivery_image))
-            await agent_box.put_files(
-                {
-                    f"/usr/local/bin/{task.spec.interface.tool}": wrapper_script(
-                        task.spec.delivery.entry
-                    )
-                },
-                mode=0o755,
-            )
-            repo, tag = delivery_image.split(":", 1)
-            await agent_box.commit(repo, tag, labels_for(self.run_id, "delivery", ttl_s=24 * 3600))
-        finally:
-            await asyncio.shield(agent_box.remove())
+                await self.emit(PhaseChanged(phase="freeze", detail=delivery_image))
+                await agent_box.exec(["rm", "-f", "/usr/local/bin/icae-ask"])
+                wrapper = wrapper_script(task.spec.delivery.entry)
+                await agent_box.put_files(
+                    {f"/usr/local/bin/{task.spec.interface.tool}": wrapper}, mode=0o755
+                )
+                repo, tag = delivery_image.split(":", 1)
+                labels = labels_for(self.run_id, "delivery", ttl_s=24 * 3600)
+                await agent_box.commit(repo, tag, labels)
+            finally:
+                await asyncio.shield(agent_box.remove())
 
         try:
             return await self._judge(docker, images.oracle, delivery_image)
@@ -300,7 +322,8 @@ class _AgentSession:
         await self._run.emit(AgentSaid(text=text))
 
     async def ask(self, question: str) -> str:
-        return await self.channel.ask(question)
+        answer = await self.channel.ask(question)
+        return f"{answer.text}\n[{answer.remaining} question(s) left]"
 
     async def write(self, path: str, content: str, mode: int = 0o644) -> None:
         data = content.encode()

@@ -31,6 +31,9 @@ class RunStarted(Event):
     responder: str
     budget: int
     prd: str
+    # ids only (never content): what the level's records are, for interaction metrics
+    task_records: list[str] = Field(default_factory=list)
+    generic_records: list[str] = Field(default_factory=list)
 
 
 class PhaseChanged(Event):
@@ -81,10 +84,17 @@ class AgentCommandDone(Event):
 
 
 class QuestionAsked(Event):
+    """`mode` says who is expected to answer; `draft` is the simulated user's answer, shown
+    to the operator in assisted mode (and kept for audit in every mode)."""
+
     kind: Literal["question"] = "question"
     question_id: int
     text: str
     remaining_before: int
+    mode: str = "simulated"
+    via: str = "agent"  # agent (host-driven) or socket (icae-ask / ICAE wire shape)
+    draft: str = ""
+    draft_records: list[str] = Field(default_factory=list)
 
 
 class QuestionAnswered(Event):
@@ -95,9 +105,18 @@ class QuestionAnswered(Event):
     scores: dict[str, float] = Field(default_factory=dict)
     fallback: bool = False
     over_budget: bool = False
-    responder: str = "simulated"
+    responder: str = "simulated"  # simulated, model, human, assisted, budget
+    edited: bool = False  # assisted: the operator changed the draft before sending
+    model: str = ""  # model mode: which model chose or rephrased
+    runner_up: str = ""  # the best record not chosen, with its score in `scores`
     remaining: int = 0
     latency_s: float = 0.0
+
+
+class ResponderChanged(Event):
+    kind: Literal["responder"] = "responder"
+    mode: str
+    by: str = "operator"
 
 
 class AgentSubmitted(Event):
@@ -148,6 +167,7 @@ AnyEvent = Annotated[
     | AgentCommandDone
     | QuestionAsked
     | QuestionAnswered
+    | ResponderChanged
     | AgentSubmitted
     | BuildChecked
     | CasesPlanned

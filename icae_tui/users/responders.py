@@ -1,21 +1,26 @@
-"""Responders answer clarification questions; the channel enforces the budget.
+"""Who answers a clarification question, switchable at any moment of a run.
 
-`SimulatedUser` answers only from a level's records (grounded, deterministic).
-`HumanResponder` parks each question on a future that a display resolves (the console's
-answer box, or the terminal in headless runs).
+- `SimulatedUser`: deterministic grounded matching over the level's records (verbatim).
+- `ModelUser` (users/model_user.py): a model that may only choose among candidate records or
+  rephrase the chosen ones; same interface.
+- the operator, through the `Desk`: in `human` mode the question waits for the operator's
+  answer; in `assisted` mode the automatic answer is offered as a draft that the operator
+  sends, edits or replaces.
+
+The `Desk` holds the current mode. A question waiting for the operator is answered by the
+automatic responder the moment the mode switches back to `simulated`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from icae_tui.domain.events import QuestionAnswered, QuestionAsked
 from icae_tui.domain.task import OracleData
 from icae_tui.users.matching import match
+
+MODES = ("simulated", "human", "assisted")
 
 
 @dataclass(frozen=True)
@@ -23,8 +28,11 @@ class Reply:
     text: str
     record_ids: list[str] = field(default_factory=list)
     scores: dict[str, float] = field(default_factory=dict)
+    runner_up: str = ""
     fallback: bool = False
     responder: str = "simulated"
+    edited: bool = False
+    model: str = ""
 
 
 class Responder(Protocol):
@@ -40,99 +48,84 @@ class SimulatedUser:
         self.data = data
 
     async def reply(self, question_id: int, question: str) -> Reply:
-        result = match(question, self.data)
-        scores = {c.record_id: c.score for c in result.chosen}
-        if result.runner_up is not None:
-            scores[result.runner_up.record_id] = result.runner_up.score
-        if result.fallback:
-            return Reply(self.data.fallback_response, [], scores, fallback=True)
-        text = "\n\n".join(c.text for c in result.chosen)
-        return Reply(text, [c.record_id for c in result.chosen], scores)
+        return grounded_reply(question, self.data)
 
 
-class HumanResponder:
-    """Questions wait here until `answer()` is called for them."""
+def grounded_reply(question: str, data: OracleData, *, responder: str = "simulated") -> Reply:
+    result = match(question, data)
+    scores = {c.record_id: c.score for c in result.chosen}
+    runner_up = ""
+    if result.runner_up is not None:
+        runner_up = result.runner_up.record_id
+        scores[runner_up] = result.runner_up.score
+    if result.fallback:
+        return Reply(
+            data.fallback_response, [], scores, runner_up, fallback=True, responder=responder
+        )
+    text = "\n\n".join(c.text for c in result.chosen)
+    return Reply(text, [c.record_id for c in result.chosen], scores, runner_up, responder=responder)
 
-    name = "human"
 
-    def __init__(self) -> None:
-        self.pending: dict[int, asyncio.Future[str]] = {}
+class Desk:
+    """The current responder mode, and the operator's answers to waiting questions."""
+
+    def __init__(self, auto: Responder, mode: str = "simulated") -> None:
+        if mode not in MODES:
+            raise ValueError(f"responder mode {mode!r}: choose one of {', '.join(MODES)}")
+        self.auto = auto
+        self.mode = mode
+        self._answers: dict[int, asyncio.Future[str]] = {}
         self._early: dict[int, str] = {}  # answers that arrived before the question parked
+        self._switched = asyncio.Event()
 
-    async def reply(self, question_id: int, question: str) -> Reply:
-        if question_id in self._early:
-            return Reply(self._early.pop(question_id), responder="human")
-        fut: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self.pending[question_id] = fut
-        try:
-            text = await fut
-        finally:
-            self.pending.pop(question_id, None)
-        return Reply(text, responder="human")
+    @property
+    def waiting(self) -> list[int]:
+        return sorted(q for q, f in self._answers.items() if not f.done())
+
+    def set_mode(self, mode: str) -> None:
+        if mode not in MODES:
+            raise ValueError(f"responder mode {mode!r}: choose one of {', '.join(MODES)}")
+        self.mode = mode
+        self._switched.set()
 
     def answer(self, question_id: int, text: str) -> bool:
-        fut = self.pending.get(question_id)
+        """The operator's answer. False when the question is no longer waiting."""
+        fut = self._answers.get(question_id)
         if fut is None:
-            self._early[question_id] = text  # the display was faster than the run
+            self._early[question_id] = text
             return True
         if fut.done():
             return False
         fut.set_result(text)
         return True
 
+    async def resolve(self, question_id: int, draft: Reply) -> Reply:
+        """The reply that goes to the agent, given the automatic draft."""
+        if question_id in self._early:
+            return self._operator_reply(self._early.pop(question_id), draft)
+        fut: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._answers[question_id] = fut
+        try:
+            while True:
+                if self.mode == "simulated":
+                    return draft
+                self._switched.clear()
+                switched = asyncio.ensure_future(self._switched.wait())
+                try:
+                    await asyncio.wait({fut, switched}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    switched.cancel()
+                if fut.done():
+                    return self._operator_reply(fut.result(), draft)
+        finally:
+            self._answers.pop(question_id, None)
 
-Emit = Callable[[object], Awaitable[None]]
-
-
-class ClarificationChannel:
-    """The agent's only way to ask. Counts questions against the budget and emits events."""
-
-    def __init__(self, responder: Responder, budget: int, emit: Emit) -> None:
-        self.responder = responder
-        self.budget = budget
-        self.used = 0
-        self.asked = 0
-        self._emit = emit
-        self._lock = asyncio.Lock()
-
-    @property
-    def remaining(self) -> int:
-        return max(0, self.budget - self.used)
-
-    async def ask(self, question: str) -> str:
-        async with self._lock:  # one question at a time, in order
-            self.asked += 1
-            question_id = self.asked
-            await self._emit(
-                QuestionAsked(
-                    question_id=question_id, text=question, remaining_before=self.remaining
-                )
-            )
-            started = time.monotonic()
-            if self.remaining == 0:
-                text = (
-                    f"The question budget of {self.budget} is spent; no more questions can be "
-                    "answered. Please proceed with your best judgement."
-                )
-                await self._emit(
-                    QuestionAnswered(
-                        question_id=question_id, text=text, over_budget=True,
-                        responder="budget", remaining=0,
-                    )
-                )  # fmt: skip
-                return text
-            self.used += 1
-            reply = await self.responder.reply(question_id, question)
-            await self._emit(
-                QuestionAnswered(
-                    question_id=question_id,
-                    text=reply.text,
-                    record_ids=reply.record_ids,
-                    scores=reply.scores,
-                    fallback=reply.fallback,
-                    responder=reply.responder,
-                    remaining=self.remaining,
-                    latency_s=round(time.monotonic() - started, 4),
-                )
-            )
-            return reply.text
+    def _operator_reply(self, text: str, draft: Reply) -> Reply:
+        if self.mode == "assisted" and text.strip() == draft.text.strip():
+            return Reply(draft.text, draft.record_ids, draft.scores, draft.runner_up,
+                         draft.fallback, responder="assisted", model=draft.model)  # fmt: skip
+        if self.mode == "assisted":
+            # Edited: the operator vouches for the text; the draft's records stay for audit.
+            return Reply(text, draft.record_ids, draft.scores, draft.runner_up,
+                         responder="assisted", edited=True, model=draft.model)  # fmt: skip
+        return Reply(text, responder="human")

@@ -1,0 +1,58 @@
+"""Interaction metrics, computed from what was actually revealed (never self-reported).
+
+Coverage counts task-specific records only (C…); generic records (ARCH…, HARNESS…, TC_…)
+and context pointers (CP…) are reported apart, so coverage can never exceed 100 %.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from icae_tui.domain.events import Event, QuestionAnswered, RunStarted
+
+
+class InteractionMetrics(BaseModel):
+    budget: int = 0
+    turns: int = 0  # questions answered within the budget
+    over_budget: int = 0  # questions asked after it was spent
+    budget_usage: float = 0.0
+    fallback_rate: float = 0.0
+    coverage: float = 0.0  # of task-specific records, revealed at least once
+    covered: list[str] = Field(default_factory=list)
+    never_asked: list[str] = Field(default_factory=list)
+    generic_revealed: list[str] = Field(default_factory=list)
+    pointers_revealed: list[str] = Field(default_factory=list)
+    by_responder: dict[str, int] = Field(default_factory=dict)
+    mean_latency_s: float = 0.0
+
+
+def interaction_metrics(events: list[Event]) -> InteractionMetrics:
+    started = next((e for e in events if isinstance(e, RunStarted)), None)
+    answers = [e for e in events if isinstance(e, QuestionAnswered)]
+    task_records = list(started.task_records) if started else []
+    generic = set(started.generic_records) if started else set()
+    budget = started.budget if started else 0
+    within = [a for a in answers if not a.over_budget]
+    revealed: list[str] = []
+    for a in within:
+        for rid in a.record_ids:
+            if rid not in revealed:
+                revealed.append(rid)
+    covered = [r for r in task_records if r in revealed]
+    by_responder: dict[str, int] = {}
+    for a in answers:
+        by_responder[a.responder] = by_responder.get(a.responder, 0) + 1
+    return InteractionMetrics(
+        budget=budget,
+        turns=len(within),
+        over_budget=len(answers) - len(within),
+        budget_usage=round(len(within) / budget, 4) if budget else 0.0,
+        fallback_rate=round(sum(a.fallback for a in within) / len(within), 4) if within else 0.0,
+        coverage=round(len(covered) / len(task_records), 4) if task_records else 0.0,
+        covered=covered,
+        never_asked=[r for r in task_records if r not in revealed],
+        generic_revealed=[r for r in revealed if r in generic],
+        pointers_revealed=[r for r in revealed if r.startswith("CP")],
+        by_responder=by_responder,
+        mean_latency_s=round(sum(a.latency_s for a in within) / len(within), 4) if within else 0.0,
+    )

@@ -1,0 +1,167 @@
+"""A model-backed simulated user that cannot leak: it chooses, it does not invent.
+
+The model (any OpenAI-compatible endpoint, temperature 0) sees only the question and the
+top candidate records of deterministic matching — never the golden code, the cases, or the
+other records. It must answer with JSON naming the records it chose (a subset of the
+candidates) and, optionally, a rephrasing of them. Its output is checked:
+- chosen ids outside the candidates are dropped; none left → the level's fallback;
+- a rephrasing may only use words that occur in the chosen records, plus neutral glue words
+  (no negations, no yes/no: those could flip or invent a requirement; not even words from
+  the question, which could smuggle in a confirmation of the agent's guess); otherwise the
+  chosen records' text is sent verbatim.
+So nothing outside the chosen records reaches the agent, whatever the model says.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from icae_tui.domain.task import OracleData
+from icae_tui.users import matching
+from icae_tui.users.matching import Candidate
+from icae_tui.users.responders import Reply, grounded_reply
+
+SYSTEM_PROMPT = """You are the product owner answering a developer's clarification question.
+You may use ONLY the candidate requirement records listed below; never add facts of your own.
+Choose the records (at most 2) that answer the question, and optionally restate them in plain
+words without adding anything. Reply with JSON only:
+{"records": ["<id>", ...], "answer": "<restated text, or empty to send the records verbatim>"}
+If no candidate answers the question, reply {"records": [], "answer": ""}."""
+
+_WORD = re.compile(r"[A-Za-z0-9_]+")
+# Words any restatement needs; none of them can carry a requirement on its own.
+_GLUE = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "is",
+        "are",
+        "be",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "of",
+        "to",
+        "in",
+        "on",
+        "for",
+        "with",
+        "by",
+        "at",
+        "as",
+        "from",
+        "or",
+        "and",
+        "you",
+        "your",
+        "we",
+        "our",
+        "should",
+        "will",
+        "can",
+        "do",
+        "does",
+        "if",
+        "then",
+        "so",
+        "when",
+        "which",
+        "what",
+        "how",
+        "also",
+        "use",
+        "used",
+        "using",
+    ]
+)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    model: str
+    base_url: str
+    api_key: str = "not-needed"
+    candidates: int = 5
+    timeout_s: float = 60.0
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text)}
+
+
+def grounded_rephrase(answer: str, chosen: list[Candidate]) -> bool:
+    allowed = set().union(*(_words(c.text) for c in chosen)) | _GLUE
+    return bool(answer.strip()) and _words(answer) <= allowed
+
+
+def _parse(content: str) -> dict | None:
+    start, end = content.find("{"), content.rfind("}")
+    if start < 0 or end <= start:
+        return None
+    try:
+        data = json.loads(content[start : end + 1])
+    except json.JSONDecodeError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+class ModelUser:
+    name = "model"
+
+    def __init__(self, data: OracleData, config: ModelConfig) -> None:
+        from openai import AsyncOpenAI
+
+        self.data = data
+        self.config = config
+        self.client = AsyncOpenAI(
+            base_url=config.base_url,
+            api_key=config.api_key,
+            timeout=config.timeout_s,
+            max_retries=1,
+        )
+
+    async def reply(self, question_id: int, question: str) -> Reply:
+        offered = matching.candidates(question, self.data, k=self.config.candidates)
+        base = grounded_reply(question, self.data)  # the audit trail: scores and runner-up
+        if not offered:
+            return Reply(self.data.fallback_response, [], base.scores, base.runner_up,
+                         fallback=True, responder="model", model=self.config.model)  # fmt: skip
+        listing = "\n".join(f"[{c.record_id}] {c.text}" for c in offered)
+        try:
+            completion = await self.client.chat.completions.create(
+                model=self.config.model,
+                temperature=0,
+                messages=[
+                    {"role": "system", "content": SYSTEM_PROMPT},
+                    {
+                        "role": "user",
+                        "content": f"Candidate records:\n{listing}\n\nQuestion: {question}",
+                    },
+                ],
+            )
+            content = completion.choices[0].message.content or ""
+        except Exception as err:  # an unreachable model must not stop the run
+            return Reply(base.text, base.record_ids, base.scores, base.runner_up, base.fallback,
+                         responder="simulated", model=f"{self.config.model} unavailable: {type(err).__name__}")  # fmt: skip
+        parsed = _parse(content)
+        if parsed is None:  # not JSON: the deterministic answer stands in
+            return Reply(base.text, base.record_ids, base.scores, base.runner_up, base.fallback,
+                         responder="simulated", model=f"{self.config.model} unparseable")  # fmt: skip
+        by_id = {c.record_id: c for c in offered}
+        ids = parsed.get("records") if isinstance(parsed.get("records"), list) else []
+        chosen = [by_id[i] for i in dict.fromkeys(ids) if isinstance(i, str) and i in by_id][:2]
+        scores = {**base.scores, **{c.record_id: c.score for c in chosen}}
+        if not chosen:
+            return Reply(self.data.fallback_response, [], scores, base.runner_up,
+                         fallback=True, responder="model", model=self.config.model)  # fmt: skip
+        answer = parsed.get("answer") if isinstance(parsed.get("answer"), str) else ""
+        if not grounded_rephrase(answer, chosen):
+            answer = "\n\n".join(c.text for c in chosen)  # verbatim: nothing else can leak
+        return Reply(answer, [c.record_id for c in chosen], scores, base.runner_up,
+                     responder="model", model=self.config.model)  # fmt: skip

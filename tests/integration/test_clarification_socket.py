@@ -1,0 +1,74 @@
+"""A CLI agent inside its container asks through `icae-ask` and the ICAE-EVAL wire shape."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import yaml
+
+from icae_tui.catalog import load_catalog
+from icae_tui.domain.events import AgentOutput, QuestionAnswered, QuestionAsked
+from icae_tui.domain.task import Level
+from icae_tui.run import Run, RunConfig
+from tests.conftest import FIXTURE_TASKS
+
+pytestmark = pytest.mark.docker
+
+ICAE_WIRE_CLIENT = r"""
+import http.client, json, socket
+class C(http.client.HTTPConnection):
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX); self.sock.connect("/run/icae/ask.sock")
+c = C("localhost")
+body = {"append_id": 7, "task_id": "some-other-task", "level": "ground", "budget": 999,
+        "question": "How is the word count formatted?"}
+c.request("POST", "/api/ask", json.dumps(body), {"Content-Type": "application/json"})
+print(c.getresponse().read().decode())
+c = C("localhost"); c.request("GET", "/v1/records"); print("records:", c.getresponse().status)
+c = C("localhost"); c.request("GET", "/v1/status"); print("status:", c.getresponse().read().decode())
+"""
+
+
+def _cli_agent_task(tmp_path):
+    root = tmp_path / "tasks"
+    shutil.copytree(FIXTURE_TASKS / "mini", root / "mini")
+    good = yaml.safe_load((root / "mini" / "solutions" / "good.yaml").read_text())
+    code = next(s["write"]["content"] for s in good["steps"] if "write" in s)
+    steps = [
+        {"run": 'icae-ask "How should unknown operations be reported?"'},
+        {"run": "python3 - <<'EOF'\n" + ICAE_WIRE_CLIENT + "EOF"},
+        {"run": "ls -la /run/icae; echo hi > /run/icae/x 2>&1 || echo read-only"},
+        {"run": "test -e /opt/oracle || echo no-oracle; grep -rls 'error=unknown_op' /opt /data /etc /root /tmp || echo no-secrets"},
+        {"write": {"path": "mini.py", "content": code}},
+        {"submit": "done"},
+    ]
+    (root / "mini" / "solutions" / "cli.yaml").write_text(
+        yaml.safe_dump({"pace_s": 0, "steps": steps})
+    )
+    return load_catalog(root).tasks["mini"]
+
+
+async def test_icae_ask_and_icae_wire_from_inside_the_container(tmp_path, store):
+    task = _cli_agent_task(tmp_path)
+    run = Run(RunConfig(task=task, agent="scripted:cli", level=Level.L1, pace_s=0), store)
+    outcome = await run.execute()
+    assert outcome.status == "completed" and outcome.score.overall == 1.0
+    events = store.events(run.run_id)
+    asked = [e for e in events if isinstance(e, QuestionAsked)]
+    answered = [e for e in events if isinstance(e, QuestionAnswered)]
+    assert [(a.via, a.text) for a in asked] == [
+        ("icae-ask", "How should unknown operations be reported?"),
+        ("icae-wire", "How is the word count formatted?"),
+    ]
+    assert [a.record_ids for a in answered] == [["C001"], ["C002"]]
+    output = "".join(e.text for e in events if isinstance(e, AgentOutput))
+    assert "Print error=unknown_op and exit 2." in output  # icae-ask printed the answer
+    assert "question(s) left" in output
+    wire = json.loads(next(line for line in output.splitlines() if line.startswith('{"data"')))
+    assert wire == {"data": "Print words=<n>.", "status": {"remaining": 1}}  # budget 3, not 999
+    assert "records: 405" in output or "records: 404" in output
+    assert '"budget": 3' in output and '"remaining": 1' in output
+    assert "read-only" in output
+    assert "no-oracle" in output and "no-secrets" in output  # no oracle, no cases in its view
