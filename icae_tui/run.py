@@ -11,6 +11,7 @@ import asyncio
 import codecs
 import contextlib
 import logging
+import os
 import secrets
 import time
 from collections.abc import Callable
@@ -68,6 +69,9 @@ class RunConfig:
     level: Level = Level.L1
     responder: str = "simulated"  # the desk's first mode: simulated, human or assisted
     user_model: ModelConfig | None = None  # the automatic user: a model instead of matching
+    # Host environment variables an agent's commands may see (e.g. its model key): passed
+    # per exec, never set on the container, so `docker inspect` and the delivery don't hold them.
+    secret_env: tuple[str, ...] = ()
     pace_s: float | None = None
     concurrency: int | None = None  # None: sized to the machine
     splits: tuple[Split, ...] = (Split.PUBLIC, Split.HIDDEN, Split.ENHANCED)
@@ -349,8 +353,9 @@ class _AgentSession:
             if text:
                 await self._run.emit(AgentOutput(stream=stream, text=text))  # type: ignore[arg-type]
 
+        secrets = {k: os.environ[k] for k in self._run.config.secret_env if k in os.environ}
         res = await self.box.exec(
-            command, timeout_s=timeout_s, workdir=self.workspace, on_output=on_output
+            command, timeout_s=timeout_s, workdir=self.workspace, on_output=on_output, env=secrets
         )
         await self._run.emit(
             AgentCommandDone(

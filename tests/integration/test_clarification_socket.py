@@ -40,7 +40,9 @@ def _cli_agent_task(tmp_path):
         {"run": 'icae-ask "How should unknown operations be reported?"'},
         {"run": "python3 - <<'EOF'\n" + ICAE_WIRE_CLIENT + "EOF"},
         {"run": "ls -la /run/icae; echo hi > /run/icae/x 2>&1 || echo read-only"},
-        {"run": "test -e /opt/oracle || echo no-oracle; grep -rls 'error=unknown_op' /opt /data /etc /root /tmp || echo no-secrets"},
+        {
+            "run": "test -e /opt/oracle || echo no-oracle; grep -rls 'error=unknown_op' /opt /data /etc /root /tmp || echo no-secrets"
+        },
         {"write": {"path": "mini.py", "content": code}},
         {"submit": "done"},
     ]
@@ -72,3 +74,26 @@ async def test_icae_ask_and_icae_wire_from_inside_the_container(tmp_path, store)
     assert '"budget": 3' in output and '"remaining": 1' in output
     assert "read-only" in output
     assert "no-oracle" in output and "no-secrets" in output  # no oracle, no cases in its view
+
+
+async def test_secrets_reach_commands_per_exec_only(tmp_path, store, monkeypatch):
+    monkeypatch.setenv("ICAE_TEST_SECRET", "s3cr3t-value")
+    monkeypatch.setenv("ICAE_TEST_OTHER", "not-allowed")
+    root = tmp_path / "tasks"
+    shutil.copytree(FIXTURE_TASKS / "mini", root / "mini")
+    steps = [
+        {"run": 'echo "secret=${ICAE_TEST_SECRET:-none} other=${ICAE_TEST_OTHER:-none}"'},
+        {"run": "cat /proc/1/environ | tr '\\0' '\\n' | grep -c ICAE_TEST || true"},
+        {"write": {"path": "mini.py", "content": "print('x')\n"}},
+        {"submit": "done"},
+    ]
+    (root / "mini" / "solutions" / "env.yaml").write_text(yaml.safe_dump({"steps": steps}))
+    task = load_catalog(root).tasks["mini"]
+    run = Run(
+        RunConfig(task=task, agent="scripted:env", pace_s=0, secret_env=("ICAE_TEST_SECRET",)),
+        store,
+    )
+    await run.execute()
+    output = "".join(e.text for e in store.events(run.run_id) if isinstance(e, AgentOutput))
+    assert "secret=s3cr3t-value other=none" in output
+    assert output.splitlines()[-1].strip() == "0"  # not in the container's own environment
