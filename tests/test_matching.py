@@ -1,7 +1,8 @@
+import random
 import time
 
 from icae_tui.domain.task import OracleData
-from icae_tui.users.matching import match
+from icae_tui.users.matching import match, prepare
 
 DATA = OracleData.model_validate(
     {
@@ -66,3 +67,44 @@ def test_hundred_records_under_5ms():
         result = match("how does feature 42 behave on empty input", big)
     assert (time.perf_counter() - started) / 20 < 0.005
     assert result.chosen[0].record_id == "C042"
+
+
+def test_hundred_records_of_six_phrases_under_5ms():
+    rng = random.Random(7)
+    stems = [
+        "release",
+        "name",
+        "sort",
+        "parse",
+        "folder",
+        "range",
+        "file",
+        "match",
+        "write",
+        "link",
+    ]
+    words = [p + s for p in ("pre", "re", "un", "over", "sub", "de") for s in stems]
+    words += ["version", "error", "output", "empty", "hidden", "order", "print", "exit", "code"]
+
+    def phrase() -> str:
+        return "how should " + " ".join(rng.choice(words) for _ in range(rng.randint(4, 8)))
+
+    big = OracleData.model_validate(
+        {
+            "hidden_constraints": [
+                {
+                    "constraint_id": f"C{i:03d}",
+                    "trigger_keywords": [phrase() for _ in range(6)],
+                    "oracle_response": str(i),
+                }
+                for i in range(100)
+            ],
+            "fallback_response": "fb",
+        }
+    )
+    questions = [f"{phrase()}, and {phrase()}? {phrase()}" for _ in range(20)]
+    prepare(big)
+    started = time.perf_counter()
+    for question in questions:
+        match(question, big)
+    assert (time.perf_counter() - started) / len(questions) < 0.005

@@ -119,6 +119,7 @@ class ModelUser:
 
         self.data = data
         self.config = config
+        matching.prepare(data)
         self.client = AsyncOpenAI(
             base_url=config.base_url,
             api_key=config.api_key,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from icae_tui.domain.task import OracleData
-from icae_tui.users.matching import match
+from icae_tui.users.matching import match, prepare
 
 MODES = ("simulated", "human", "assisted")
 
@@ -46,6 +46,7 @@ class SimulatedUser:
 
     def __init__(self, data: OracleData) -> None:
         self.data = data
+        prepare(data)  # index the records now, so the first question is as fast as the rest
 
     async def reply(self, question_id: int, question: str) -> Reply:
         return grounded_reply(question, self.data)
