@@ -1,19 +1,28 @@
-"""Builders for synthetic events and a small harness app for the run screen."""
+"""Builders for synthetic events, and a fake run for the run screen."""
 
 from __future__ import annotations
+
+import asyncio
 
 from icae_tui.domain.events import (
     AgentCommand,
     AgentCommandDone,
     AgentOutput,
     AgentSaid,
+    CaseFinished,
     CasesPlanned,
     PhaseChanged,
     QuestionAnswered,
     QuestionAsked,
+    ResponderChanged,
+    RunFinished,
     RunStarted,
 )
 from icae_tui.domain.results import CaseResult, Score, SideRun, Verdict
+from icae_tui.domain.task import Level
+from icae_tui.run import RunConfig, RunOutcome
+from icae_tui.users.channel import ClarificationChannel
+from icae_tui.users.responders import Desk, SimulatedUser
 
 CASE_IDS = ["public/upper#0", "hidden/ops#0", "hidden/ops#1", "enhanced/edge#0"]
 
@@ -42,7 +51,7 @@ def result(case_id: str, verdict: Verdict = Verdict.ACCEPTED, reason: str = "ide
     )
 
 
-def started(responder: str = "simulated") -> RunStarted:
+def started(responder: str = "simulated", **extra) -> RunStarted:
     return RunStarted(
         run_id="test-run",
         task_id="mini",
@@ -52,6 +61,7 @@ def started(responder: str = "simulated") -> RunStarted:
         responder=responder,
         budget=3,
         prd="Build it.",
+        **extra,
     )
 
 
@@ -92,3 +102,67 @@ def stream() -> list:
         PhaseChanged(phase="evaluate", detail="4 cases"),
         CasesPlanned(case_ids=CASE_IDS),
     ]
+
+
+# --- a fake Run ------------------------------------------------------------------------
+
+
+class FakeRun:
+    """Enough of `icae_tui.run.Run` for the screen, with the real desk and clarification
+    channel over the mini task's L1 records; execute() is scripted per test."""
+
+    def __init__(self, task, responder: str = "simulated", script=None, auto=None) -> None:
+        self.config = RunConfig(task=task, agent="scripted:good", responder=responder)
+        self.run_id = "fake-run"
+        self.subscribers = []
+        self.script = script
+        auto = auto or SimulatedUser(task.user_agent[Level.L1].oracle_data)
+        self.desk = Desk(auto, responder)
+        self.channel = ClarificationChannel(self.desk, task.spec.budget, self._emit)
+        self.switches: list[str] = []  # set_responder calls, in order
+        self.sent: list[tuple[int, str]] = []  # answer calls, in order
+
+    def subscribe(self, callback) -> None:
+        self.subscribers.append(callback)
+
+    def emit(self, ev) -> None:
+        for callback in self.subscribers:
+            callback(ev)
+
+    async def _emit(self, ev) -> None:
+        self.emit(ev)
+
+    async def execute(self) -> RunOutcome:
+        return await self.script(self)
+
+    def answer(self, question_id: int, text: str) -> bool:
+        self.sent.append((question_id, text))
+        return self.desk.answer(question_id, text)
+
+    def set_responder(self, mode: str) -> None:
+        self.switches.append(mode)
+        if mode != self.desk.mode:
+            self.desk.set_mode(mode)
+            self.emit(ResponderChanged(mode=mode))
+
+
+def finish(run: FakeRun) -> RunOutcome:
+    run.emit(CasesPlanned(case_ids=["public/upper#0"]))
+    run.emit(CaseFinished(result=result("public/upper#0")))
+    run.emit(RunFinished(status="completed", score=score(1, 1, 1.0)))
+    return RunOutcome(run.run_id, "completed", score(1, 1, 1.0))
+
+
+Q_UNKNOWN = "How should unknown operations be reported?"  # matches C001 of the mini task
+Q_COUNT = "How is the word count formatted?"  # matches C002
+Q_OTHER = "What colour is the logo?"  # matches nothing: fallback
+
+
+async def until(pilot, condition, timeout: float = 10.0) -> None:
+    """Let the app run until `condition()` holds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, "timed out waiting for the screen"
+        await pilot.pause(0.02)
+    await pilot.pause()  # let focus and layout settle

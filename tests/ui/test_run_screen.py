@@ -5,26 +5,33 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from textual.widgets import Input, Static
+from textual.widgets import Static
 
 from icae_tui.catalog import Catalog
 from icae_tui.domain.events import (
     CaseFinished,
-    CasesPlanned,
-    QuestionAnswered,
-    QuestionAsked,
     RunFinished,
     ScoreUpdated,
 )
 from icae_tui.domain.results import Verdict
-from icae_tui.run import RunConfig, RunOutcome
+from icae_tui.run import RunOutcome
 from icae_tui.ui.app import IcaeApp
 from icae_tui.ui.screens.dialogs import CaseDetailScreen
 from icae_tui.ui.screens.run import RunScreen
 from icae_tui.ui.screens.task_list import TaskListScreen
 from icae_tui.ui.widgets.trace import LINE_LIMIT
 
-from .helpers import CASE_IDS, HOSTILE_LINE, result, score, started, stream
+from .helpers import (
+    CASE_IDS,
+    HOSTILE_LINE,
+    Q_UNKNOWN,
+    FakeRun,
+    finish,
+    result,
+    score,
+    started,
+    stream,
+)
 
 
 def text_of(screen: RunScreen, selector: str) -> str:
@@ -86,11 +93,11 @@ async def test_clarifications_show_who_answered_and_from_what(app):
         turns = screen.clarify.turns
         assert [kind for kind, _ in turns] == ["question", "answer"] * 3
         assert "How are [red]errors[/] reported?" in turns[0][1]
-        assert "simulated user · C001" in turns[1][1]
+        assert "simulated · C001" in turns[1][1]
         assert "Print error=x." in turns[1][1]
         assert "fallback" in turns[3][1]
         assert "budget" in turns[5][1]
-        assert screen.clarify.border_title == "Clarifications · 3/3 asked"
+        assert screen.clarify.border_title == "Clarifications · 3/3 asked · responder simulated"
 
 
 async def test_results_fill_in_planned_order_and_update_in_place(app):
@@ -183,63 +190,32 @@ async def test_failed_run_shows_the_error(app):
 # --- a fake Run: the worker, the human responder, crashes -----------------------------------
 
 
-class FakeRun:
-    """Enough of `icae_tui.run.Run` for the screen; execute() is scripted per test."""
-
-    def __init__(self, task, responder: str = "simulated", script=None) -> None:
-        self.config = RunConfig(task=task, agent="scripted:good", responder=responder)
-        self.run_id = "fake-run"
-        self.subscribers = []
-        self.answers: dict[int, asyncio.Future[str]] = {}
-        self.script = script
-
-    def subscribe(self, callback) -> None:
-        self.subscribers.append(callback)
-
-    def emit(self, ev) -> None:
-        for callback in self.subscribers:
-            callback(ev)
-
-    async def execute(self) -> RunOutcome:
-        return await self.script(self)
-
-    def answer(self, question_id: int, text: str) -> bool:
-        fut = self.answers.get(question_id)
-        if fut is None or fut.done():
-            return False
-        fut.set_result(text)
-        return True
-
-
 async def test_human_answers_through_the_input(fixture_catalog, store):
     task = fixture_catalog.tasks["mini"]
 
     async def script(run: FakeRun) -> RunOutcome:
         run.emit(started("human"))
-        run.answers[1] = asyncio.get_running_loop().create_future()
-        run.emit(QuestionAsked(question_id=1, text="Which format?", remaining_before=3))
-        text = await run.answers[1]
-        run.emit(QuestionAnswered(question_id=1, text=text, responder="human", remaining=2))
-        run.emit(CasesPlanned(case_ids=["public/upper#0"]))
-        run.emit(CaseFinished(result=result("public/upper#0")))
-        run.emit(RunFinished(status="completed", score=score(1, 1, 1.0)))
-        return RunOutcome(run.run_id, "completed", score(1, 1, 1.0))
+        await run.channel.ask(Q_UNKNOWN)
+        return finish(run)
 
     fake = FakeRun(task, "human", script)
     app = IcaeApp(catalog=fixture_catalog, store=store)
     async with app.run_test(size=(160, 45)) as pilot:
         screen = await open_run_screen(app, pilot, RunScreen(fake))
         await pilot.pause()
-        box = screen.query_one("#answer", Input)
+        box = screen.answer_box
         assert box.display and box.has_focus and screen.awaiting == 1
+        assert box.text == ""  # human mode: no draft offered
+        assert "draft" not in [kind for kind, _ in screen.clarify.turns]
         await pilot.press(*"JSON [please]")
         await pilot.press("enter")
         await screen.worker.wait()
         await pilot.pause(0.2)
         assert not box.display
-        assert screen.clarify.turns[-1][0] == "answer"
-        assert "operator · typed" in screen.clarify.turns[-1][1]
-        assert "JSON [please]" in screen.clarify.turns[-1][1]
+        assert fake.sent == [(1, "JSON [please]")]
+        answers = [text for kind, text in screen.clarify.turns if kind == "answer"]
+        assert answers[-1].startswith("A1  human · typed · ")
+        assert "JSON [please]" in answers[-1]
         assert screen.results.verdicts() == ["accepted"]
         assert "run completed" in text_of(screen, "#status")
 

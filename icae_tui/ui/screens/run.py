@@ -3,6 +3,11 @@
 `handle_event` is the run's subscriber: it is called synchronously on the app's loop for each
 event, in order. Cheap, rare events update widgets at once; the trace, the results table and
 the score line are queued and flushed together every FLUSH_S seconds.
+
+The operator switches the responder at any moment (m cycles simulated → human → assisted;
+1/2/3 pick one; ctrl+t cycles even while typing in the answer box). A question waiting for the
+operator shows the answer box: empty in human mode, pre-filled with the simulated user's draft
+in assisted mode. Switching back to simulated hands the waiting question to the simulated user.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Footer, Static
 from textual.worker import Worker, WorkerState
 
 from icae_tui.domain.events import (
@@ -34,6 +39,7 @@ from icae_tui.domain.events import (
     Progress,
     QuestionAnswered,
     QuestionAsked,
+    ResponderChanged,
     RunFinished,
     RunStarted,
     ScoreUpdated,
@@ -42,13 +48,23 @@ from icae_tui.domain.results import Score
 from icae_tui.run import RunConfig, RunOutcome
 from icae_tui.ui.screens.dialogs import CaseDetailScreen, ConfirmScreen
 from icae_tui.ui.text import STATUS_STYLES, clip, safe, score_text
-from icae_tui.ui.widgets.clarifications import ClarificationPane
+from icae_tui.ui.widgets.answer import AnswerBox
+from icae_tui.ui.widgets.clarifications import (
+    MODE_STYLES,
+    ClarificationPane,
+    draft_source,
+    metrics_line,
+)
 from icae_tui.ui.widgets.results import ResultsTable
 from icae_tui.ui.widgets.trace import TraceLog
+from icae_tui.users.metrics import interaction_metrics
+from icae_tui.users.responders import MODES
 
 FLUSH_S = 0.08
 RUN_GROUP = "icae-run"
 PHASES = ("prepare", "generate", "freeze", "build", "evaluate", "score")
+OPERATOR_MODES = ("human", "assisted")  # the modes in which a question waits for the operator
+LIVE_DRAFT_CHARS = 160  # of a draft in the pane while its whole text is in the answer box
 
 
 class RunLike(Protocol):
@@ -60,6 +76,7 @@ class RunLike(Protocol):
     def subscribe(self, callback: Callable[[Event], None]) -> None: ...
     async def execute(self) -> RunOutcome: ...
     def answer(self, question_id: int, text: str) -> bool: ...
+    def set_responder(self, mode: str) -> None: ...
 
 
 def _clock(seconds: float) -> str:
@@ -75,6 +92,22 @@ class RunScreen(Screen[None]):
         Binding("t", "focus('#trace')", "Trace", show=False),
         Binding("r", "focus('#results')", "Results", show=False),
         Binding("f", "follow", "Follow trace"),
+        # m cycles simulated → human → assisted; only the binding for the next mode is active,
+        # so the footer reads "Responder ▸ <next>". ctrl+t does the same from anywhere; it is
+        # listed in the footer while the answer box has the focus (where m would be typed).
+        *(Binding("m", f"cycle('{mode}')", f"Responder ▸ {mode}") for mode in MODES),
+        *(
+            Binding("ctrl+t", f"cycle_typing('{mode}')", f"Responder ▸ {mode}", priority=True)
+            for mode in MODES
+        ),
+        *(
+            Binding("ctrl+t", f"cycle('{mode}')", f"Responder ▸ {mode}", show=False, priority=True)
+            for mode in MODES
+        ),
+        *(
+            Binding(str(i), f"responder('{mode}')", mode, show=False)
+            for i, mode in enumerate(MODES, 1)
+        ),
     ]
 
     def __init__(self, run: RunLike | None = None, *, replay: Iterable[Event] = ()) -> None:
@@ -90,7 +123,11 @@ class RunScreen(Screen[None]):
         self.phase_detail = ""
         self.score: Score | None = None
         self.status_message = ""
-        self.awaiting: int | None = None
+        self.mode = run.config.responder if run is not None else ""  # who answers, right now
+        self.waiting: QuestionAsked | None = None  # a question waiting for the operator
+        self._box_for: int | None = None  # the question the answer box's text belongs to
+        self._sent: int | None = None  # answered by the operator, its answer event not yet in
+        self._turn_events: list[Event] = []  # what the interaction metrics are computed from
         self.cancelling = False
         self._leave_when_done = False
         self._score_dirty = False
@@ -112,7 +149,7 @@ class RunScreen(Screen[None]):
             yield trace
             with Vertical(id="side"):
                 yield ClarificationPane(id="clarify")
-                answer = Input(id="answer", placeholder="Type your answer and press Enter")
+                answer = AnswerBox(id="answer")
                 answer.display = False
                 yield answer
         results = ResultsTable(id="results")
@@ -139,6 +176,15 @@ class RunScreen(Screen[None]):
         return self.query_one("#clarify", ClarificationPane)
 
     @property
+    def answer_box(self) -> AnswerBox:
+        return self.query_one("#answer", AnswerBox)
+
+    @property
+    def awaiting(self) -> int | None:
+        """The id of the question waiting for the operator, if any."""
+        return self.waiting.question_id if self.waiting is not None else None
+
+    @property
     def running(self) -> bool:
         return self.worker is not None and self.worker.state in (
             WorkerState.PENDING,
@@ -150,6 +196,7 @@ class RunScreen(Screen[None]):
         self.set_interval(1.0, self._render_header, name="clock")
         self._render_header()
         self._set_status(Text("waiting for the run to start…", style="dim"))
+        self.clarify.set_mode(self.mode)
         if self.run is not None:
             cfg = self.run.config
             self.phase = "starting"
@@ -195,7 +242,11 @@ class RunScreen(Screen[None]):
             case RunStarted():
                 self.started = ev
                 self._t0 = ev.ts
+                self._turn_events.append(ev)
+                self.mode = ev.responder
                 self.clarify.set_budget(ev.budget)
+                self.clarify.set_mode(ev.responder)
+                self.refresh_bindings()
                 trace.add(
                     f"run {ev.run_id} · task {ev.task_id} · agent {ev.agent} · level {ev.level}"
                     f" · responder {ev.responder} · budget {ev.budget}"
@@ -222,13 +273,24 @@ class RunScreen(Screen[None]):
             case QuestionAsked():
                 trace.add(ev.text, prefix=f"? Q{ev.question_id} ")
                 self.clarify.question(ev)
-                if self._human() and ev.remaining_before > 0:  # else the budget answers
-                    self._await_answer(ev.question_id)
+                if ev.mode in OPERATOR_MODES and ev.remaining_before > 0:
+                    if self.run is not None:  # live: the operator answers it
+                        self.waiting = ev
+                        self._sync_answer_box()
+                    elif ev.mode == "assisted":  # a replay: show what the operator was offered
+                        self.clarify.draft(ev)
             case QuestionAnswered():
                 trace.add(ev.text, prefix=f"  A{ev.question_id} ")
+                self._turn_events.append(ev)
                 self.clarify.answer(ev)
                 if self.awaiting == ev.question_id:
-                    self._hide_answer_box()
+                    self.waiting = self._box_for = self._sent = None
+                    self.answer_box.set_text("")
+                    self._sync_answer_box()
+            case ResponderChanged():
+                trace.add(f"⇄ responder → {ev.mode}")
+                self.clarify.switched(ev)
+                self._mode_changed(ev.mode)
             case AgentSubmitted():
                 trace.add(ev.message, prefix="agent submitted › ")
             case BuildChecked():
@@ -255,10 +317,16 @@ class RunScreen(Screen[None]):
         if ev.score is not None:
             self.score = ev.score
             self._score_dirty = True
-        self._hide_answer_box()
+        self.waiting = None
+        self._sync_answer_box()
         self.trace.add(f"━━ run {ev.status}" + (f" — {ev.error}" if ev.error else ""))
         status = Text()
         status.append(f"run {ev.status}", style=STATUS_STYLES.get(ev.status, "bold"))
+        if self.started is not None:
+            metrics = interaction_metrics(self._turn_events)
+            has_records = bool(self.started.task_records)
+            self.clarify.metrics(metrics, has_records=has_records)
+            status.append("  ·  " + metrics_line(metrics, has_records=has_records), style="dim")
         if ev.error:
             status.append(" — ")
             status.append_text(safe(ev.error, "red", limit=500))
@@ -268,6 +336,7 @@ class RunScreen(Screen[None]):
         self._set_status(status)
         self.flush()
         self._render_header()
+        self.refresh_bindings()
 
     # --- batched drawing --------------------------------------------------------------------
 
@@ -295,13 +364,10 @@ class RunScreen(Screen[None]):
         text = Text()
         if st is None and self.run is not None:
             cfg = self.run.config
-            st_id, title, agent, level, responder = (
-                cfg.task.id, cfg.task.spec.title, cfg.agent, cfg.level.value, cfg.responder
-            )  # fmt: skip
+            st_id, title, agent = cfg.task.id, cfg.task.spec.title, cfg.agent
+            level = cfg.level.value
         elif st is not None:
-            st_id, title, agent, level, responder = (
-                st.task_id, st.task_title, st.agent, st.level, st.responder
-            )  # fmt: skip
+            st_id, title, agent, level = st.task_id, st.task_title, st.agent, st.level
         else:
             self.query_one("#run-header", Static).update(Text("no run", style="dim"))
             return
@@ -318,51 +384,132 @@ class RunScreen(Screen[None]):
         if self._t0 is not None:
             end = self._t_end if self._t_end is not None else time.time()
             text.append(f"   ⏱ {_clock(end - self._t0)}", style="dim")
-        for label, value in (("agent", agent), ("level", level), ("responder", responder)):
+        for label, value in (("agent", agent), ("level", level)):
             text.append(f"   {label} ", style="dim")
             text.append_text(clip(value, 40, "bold"))
+        text.append("   responder ", style="dim")
+        text.append_text(clip(self.mode or "—", 20, MODE_STYLES.get(self.mode, "bold")))
         text.append("   ")
         text.append_text(clip(title, 60, "italic dim"))
         self.query_one("#run-header", Static).update(text)
 
-    # --- the operator answering ---------------------------------------------------------------
+    # --- the responder and the operator answering ---------------------------------------------
 
-    def _human(self) -> bool:
-        return self.run is not None and self.run.config.responder == "human"
-
-    def _await_answer(self, question_id: int) -> None:
-        self.awaiting = question_id
-        box = self.query_one("#answer", Input)
-        box.placeholder = f"Your answer to Q{question_id} — Enter to send"
-        box.border_title = f"Answer Q{question_id}"
-        box.display = True
-        box.value = ""
-        box.focus()
-        self._set_status(
-            Text(f"waiting for your answer to Q{question_id} (box on the right)", "bold magenta")
+    def _can_switch(self) -> bool:
+        return (
+            self.run is not None
+            and self.started is not None
+            and self.finished is None
+            and self.running
+            and not self.cancelling
         )
-        self.notify(f"The agent asks Q{question_id} — type your answer.", title="Question")
 
-    def _hide_answer_box(self) -> None:
-        self.awaiting = None
-        box = self.query_one("#answer", Input)
-        if box.display:
-            box.display = False
-            box.value = ""
-            self.trace.focus()
+    def _next_mode(self) -> str:
+        i = MODES.index(self.mode) if self.mode in MODES else -1
+        return MODES[(i + 1) % len(MODES)]
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        if event.input.id != "answer" or self.awaiting is None or self.run is None:
+    def action_cycle(self, mode: str) -> None:
+        self.switch_responder(mode)
+
+    def action_cycle_typing(self, mode: str) -> None:
+        self.switch_responder(mode)
+
+    def _typing(self) -> bool:
+        return self.is_attached and self.focused is self.answer_box
+
+    def action_responder(self, mode: str) -> None:
+        self.switch_responder(mode)
+
+    def switch_responder(self, mode: str) -> None:
+        """Ask the run to switch who answers; the display follows at once."""
+        if self.run is None or mode == self.mode:
             return
-        text = event.value.strip()
+        if not self._can_switch():
+            self.notify("The responder can be switched while a run is in progress.")
+            return
+        try:
+            self.run.set_responder(mode)
+        except Exception as err:  # an unknown mode, a run already gone: say so, keep going
+            self.notify(f"Could not switch to {mode}: {err}", severity="error")
+            return
+        self._mode_changed(mode)
+
+    def _mode_changed(self, mode: str) -> None:
+        if mode == self.mode:
+            return
+        self.mode = mode
+        self.clarify.set_mode(mode)
+        self._render_header()
+        self.refresh_bindings()
+        if self.waiting is not None and mode not in OPERATOR_MODES:
+            self._set_status(
+                Text(f"Q{self.waiting.question_id} goes to the simulated user", "bold")
+            )
+        self._sync_answer_box()
+
+    def _sync_answer_box(self) -> None:
+        """Show the answer box iff a question waits for the operator in the current mode."""
+        box = self.answer_box
+        q = self.waiting
+        if (
+            q is None
+            or self.run is None
+            or self.finished is not None
+            or self.mode not in OPERATOR_MODES
+            or self._sent == q.question_id
+        ):
+            box.draft = ""
+            if box.display:
+                had_focus = box.has_focus
+                box.display = False
+                if had_focus or self.focused is None:
+                    self.trace.focus()
+            return
+        qid = q.question_id
+        if self._box_for != qid:  # a new question: a fresh box
+            self._box_for = qid
+            box.draft = ""
+            box.set_text("")
+        keys = "⏎ send · ^j new line · ^l clear"
+        if self.mode == "assisted":
+            self.clarify.draft(q, limit=LIVE_DRAFT_CHARS)
+            box.draft = q.draft
+            if not box.text.strip():
+                box.set_text(q.draft)
+            box.border_title = f"Answer Q{qid} · assisted · draft {draft_source(q.draft_records)}"
+            box.border_subtitle = f"{keys} · ^r draft · ^t responder"
+            status = f"Q{qid}: the simulated draft is in the box — Enter sends it, or edit it"
+            notice = f"The agent asks Q{qid}. The simulated draft is in the answer box."
+        else:
+            if box.draft and box.text == box.draft:  # untouched draft: a human answers alone
+                box.set_text("")
+            box.draft = ""
+            box.border_title = f"Answer Q{qid} · human"
+            box.border_subtitle = f"{keys} · ^t responder"
+            status = f"waiting for your answer to Q{qid} (box on the right)"
+            notice = f"The agent asks Q{qid} — type your answer."
+        self.refresh_bindings()
+        if not box.display:
+            box.display = True
+            box.focus()
+            self.notify(notice, title="Question")
+        self._set_status(Text(status, "bold magenta"))
+
+    def on_answer_box_submitted(self, event: AnswerBox.Submitted) -> None:
+        event.stop()
+        q = self.waiting
+        if q is None or self.run is None or self.mode not in OPERATOR_MODES:
+            return
+        text = event.text.strip()
         if not text:
             self.notify("Type an answer first.", severity="warning")
             return
-        if not self.run.answer(self.awaiting, text):
-            self.notify(f"Q{self.awaiting} is not waiting for an answer.", severity="warning")
+        if not self.run.answer(q.question_id, text):
+            self.notify(f"Q{q.question_id} is not waiting for an answer.", severity="warning")
             return
-        self._hide_answer_box()
+        self._sent = q.question_id  # its answer event follows; the box goes now
+        self._set_status(Text(f"Q{q.question_id} answered", "dim"))
+        self._sync_answer_box()
 
     # --- the worker ---------------------------------------------------------------------------
 
@@ -385,6 +532,9 @@ class RunScreen(Screen[None]):
         self.refresh_bindings()
         if event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
             self.cancelling = False
+            self.waiting = None  # nobody will ask for that answer any more
+            if self.is_attached:
+                self._sync_answer_box()
             if self._leave_when_done:
                 self._leave()
 
@@ -442,6 +592,12 @@ class RunScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel_run":
             return self.running and not self.cancelling
+        if action in ("cycle", "cycle_typing"):  # one binding per mode: only the next one lives
+            if not self._can_switch() or not parameters or parameters[0] != self._next_mode():
+                return False
+            return action == "cycle" or self._typing()
+        if action == "responder":
+            return self._can_switch() and parameters[0] != self.mode
         return True
 
     def action_follow(self) -> None:

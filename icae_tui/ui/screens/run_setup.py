@@ -17,6 +17,7 @@ from icae_tui.ui.text import safe
 RESPONDERS = (
     ("simulated", "simulated user"),
     ("human", "human — you type the answers"),
+    ("assisted", "assisted — you send, edit or replace its draft"),
 )
 LEVEL_NOTES = {
     Level.L1: "L1 · vaguest PRD",

@@ -1,0 +1,66 @@
+"""The operator's answer box: a small text area where Enter sends.
+
+A `TextArea` rather than an `Input`, so a long, multi-paragraph draft from the simulated user
+is shown whole (soft-wrapped) and sent back byte for byte when the operator leaves it as is.
+Enter sends; ctrl+j (or shift+enter where the terminal reports it) starts a new line.
+"""
+
+from __future__ import annotations
+
+from textual import events
+from textual.binding import Binding
+from textual.message import Message
+from textual.widgets import TextArea
+
+NEWLINE_KEYS = ("ctrl+j", "shift+enter")
+
+
+class AnswerBox(TextArea):
+    BINDINGS = [
+        Binding("ctrl+l", "clear", "Clear"),
+        Binding("ctrl+r", "restore_draft", "Restore draft"),
+    ]
+
+    class Submitted(Message):
+        def __init__(self, box: AnswerBox, text: str) -> None:
+            super().__init__()
+            self.box = box
+            self.text = text
+
+        @property
+        def control(self) -> AnswerBox:
+            return self.box
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(soft_wrap=True, tab_behavior="focus", **kwargs)  # type: ignore[arg-type]
+        self.draft = ""  # what ctrl+r restores; empty outside assisted mode
+
+    def set_text(self, text: str) -> None:
+        """Replace the content and put the cursor at its end."""
+        self.text = text
+        self.move_cursor(self.document.end)
+
+    async def _on_key(self, event: events.Key) -> None:
+        # Runs before TextArea's own key handler (Textual walks the MRO); stopping here and
+        # preventing the default keeps TextArea from inserting a newline on Enter.
+        if event.key == "enter":
+            event.stop()
+            event.prevent_default()
+            self.post_message(self.Submitted(self, self.text))
+        elif event.key in NEWLINE_KEYS and not self.read_only:
+            event.stop()
+            event.prevent_default()
+            start, end = self.selection
+            self.replace("\n", start, end, maintain_selection_offset=False)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "restore_draft":
+            return bool(self.draft)
+        return True
+
+    def action_clear(self) -> None:
+        self.set_text("")
+
+    def action_restore_draft(self) -> None:
+        if self.draft:
+            self.set_text(self.draft)
