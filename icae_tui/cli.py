@@ -234,8 +234,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--task", required=True)
     run.add_argument("--agent", default="scripted:good", help="e.g. scripted:good")
     run.add_argument("--level", default="L1", choices=[lv.value for lv in Level])
-    run.add_argument("--responder", default="simulated", choices=["simulated", "human"],
-                     help="who answers questions: the simulated user, or you on stdin")  # fmt: skip
+    run.add_argument("--responder", default="simulated", choices=["simulated", "human", "assisted"],
+                     help="who answers: the simulated user; you on stdin; or you, "
+                     "starting from the simulated user's draft")  # fmt: skip
     run.add_argument(
         "--user-model", help="let a model (choosing among matched records) be the user"
     )

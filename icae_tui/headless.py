@@ -75,7 +75,9 @@ class PlainPrinter:
                     f"Q{ev.question_id} ({ev.remaining_before} left{via}): {printable(ev.text)}"
                 )
             case QuestionAnswered():
-                source = ", ".join(ev.record_ids) or ("budget" if ev.over_budget else "fallback")
+                typed = ev.responder == "human" or ev.edited
+                fallback = "budget" if ev.over_budget else "typed" if typed else "fallback"
+                source = ", ".join(ev.record_ids) or fallback
                 who = ev.responder + (" (edited)" if ev.edited else "")
                 self.line(f"A{ev.question_id} [{who} · {source}]: {printable(ev.text)}")
             case ResponderChanged():
@@ -107,21 +109,30 @@ class PlainPrinter:
 
 
 class TerminalHuman:
-    """Headless `--responder human`: questions are answered from the terminal."""
+    """Headless human and assisted modes: questions are answered from the terminal.
+
+    Assisted: the draft is printed with its records; an empty line sends it as is.
+    """
 
     def __init__(self, run: Run, printer: PlainPrinter) -> None:
         self.run = run
         self.printer = printer
 
     def __call__(self, ev: Event) -> None:
-        if isinstance(ev, QuestionAsked) and ev.mode == "human":
-            asyncio.get_running_loop().create_task(self._read(ev.question_id))
+        if isinstance(ev, QuestionAsked) and ev.mode in ("human", "assisted"):
+            asyncio.get_running_loop().create_task(self._read(ev))
 
-    async def _read(self, question_id: int) -> None:
-        await asyncio.sleep(0)  # let the responder park the question first
-        self.printer.line(f"your answer to Q{question_id} (one line):")
-        text = await asyncio.to_thread(sys.stdin.readline)
-        self.run.answer(question_id, text.rstrip("\n") or "(no answer)")
+    async def _read(self, ev: QuestionAsked) -> None:
+        if ev.mode == "assisted":
+            source = ", ".join(ev.draft_records) or "fallback"
+            self.printer.line(f"draft [{source}]: {printable(ev.draft)}")
+            self.printer.line(f"your answer to Q{ev.question_id} (empty line sends the draft):")
+        else:
+            self.printer.line(f"your answer to Q{ev.question_id} (one line):")
+        text = (await asyncio.to_thread(sys.stdin.readline)).rstrip("\n")
+        if ev.mode == "assisted" and not text:
+            text = ev.draft
+        self.run.answer(ev.question_id, text or "(no answer)")
 
 
 async def run_headless(config: RunConfig, store: RunStore, *, verbose: bool = False) -> RunOutcome:

@@ -97,6 +97,8 @@ class Run:
         self.store = store
         self.run_id = new_run_id()
         self.desk = Desk(self._auto_responder(), config.responder)
+        self._running = False  # between RunStarted and RunFinished: switches are recorded
+        self._background: set[asyncio.Task[None]] = set()
         self._subscribers: list[Subscriber] = []
         self._seq = 0
         self._events: list[Event] = []
@@ -123,12 +125,16 @@ class Run:
         """The operator's answer to a waiting question (human and assisted modes)."""
         return self.desk.answer(question_id, text)
 
-    def set_responder(self, mode: str) -> None:
-        """Switch who answers, at any moment; a waiting question follows the new mode."""
-        if mode == self.desk.mode:
-            return
+    def set_responder(self, mode: str) -> bool:
+        """Switch who answers, at any moment of the run; a waiting question follows the new
+        mode. False (and nothing recorded) before the run started or after it finished."""
+        if not self._running or mode == self.desk.mode:
+            return False
         self.desk.set_mode(mode)
-        asyncio.get_running_loop().create_task(self.emit(ResponderChanged(mode=mode)))
+        task = asyncio.get_running_loop().create_task(self.emit(ResponderChanged(mode=mode)))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return True
 
     def _auto_responder(self) -> Responder:
         cfg = self.config
@@ -161,6 +167,7 @@ class Run:
                 generic_records=self._record_ids()[1],
             )
         )
+        self._running = True
         outcome = RunOutcome(self.run_id, "failed", None)
         docker: aiodocker.Docker | None = None
         try:
@@ -199,6 +206,9 @@ class Run:
             )
 
     async def _finish(self, outcome: RunOutcome) -> None:
+        self._running = False
+        if self._background:  # a switch recorded just before the end lands before it
+            await asyncio.gather(*self._background, return_exceptions=True)
         report_path = self.store.artifacts_dir / self.run_id / "report.json"
         outcome.report_path = report_path
         await self.emit(

@@ -95,6 +95,7 @@ class QuestionAsked(Event):
     via: str = "agent"  # agent (host-driven) or socket (icae-ask / ICAE wire shape)
     draft: str = ""
     draft_records: list[str] = Field(default_factory=list)
+    draft_fallback: bool = False
 
 
 class QuestionAnswered(Event):

@@ -63,6 +63,7 @@ class ClarificationChannel:
                 return Answer(qid, text, 0, over_budget=True)
             self.used += 1
             draft = await self.desk.auto.reply(qid, question)
+            self.desk.park(qid)
             await self._emit(
                 QuestionAsked(
                     question_id=qid,
@@ -72,6 +73,7 @@ class ClarificationChannel:
                     via=via,
                     draft=draft.text,
                     draft_records=draft.record_ids,
+                    draft_fallback=draft.fallback,
                 )
             )
             reply = await self.desk.resolve(qid, draft)

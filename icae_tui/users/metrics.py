@@ -1,14 +1,16 @@
 """Interaction metrics, computed from what was actually revealed (never self-reported).
 
-Coverage counts task-specific records only (C…); generic records (ARCH…, HARNESS…, TC_…)
-and context pointers (CP…) are reported apart, so coverage can never exceed 100 %.
+Coverage counts task-specific records only (C…) that reached the agent verbatim or as the
+model's checked restatement; generic records (ARCH…, HARNESS…, TC_…) and context pointers
+(CP…) are reported apart, so coverage can never exceed 100 %. A record was *asked about*
+when a question matched it, even if an operator then replaced the answer.
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from icae_tui.domain.events import Event, QuestionAnswered, RunStarted
+from icae_tui.domain.events import Event, QuestionAnswered, QuestionAsked, RunStarted
 
 
 class InteractionMetrics(BaseModel):
@@ -19,7 +21,7 @@ class InteractionMetrics(BaseModel):
     fallback_rate: float = 0.0
     coverage: float = 0.0  # of task-specific records, revealed at least once
     covered: list[str] = Field(default_factory=list)
-    never_asked: list[str] = Field(default_factory=list)
+    never_asked: list[str] = Field(default_factory=list)  # no question matched them
     generic_revealed: list[str] = Field(default_factory=list)
     pointers_revealed: list[str] = Field(default_factory=list)
     by_responder: dict[str, int] = Field(default_factory=dict)
@@ -39,6 +41,10 @@ def interaction_metrics(events: list[Event]) -> InteractionMetrics:
             if rid not in revealed:
                 revealed.append(rid)
     covered = [r for r in task_records if r in revealed]
+    asked_about = set(revealed)
+    for q in events:
+        if isinstance(q, QuestionAsked) and q.mode != "budget":
+            asked_about.update(q.draft_records)
     by_responder: dict[str, int] = {}
     for a in answers:
         by_responder[a.responder] = by_responder.get(a.responder, 0) + 1
@@ -50,7 +56,7 @@ def interaction_metrics(events: list[Event]) -> InteractionMetrics:
         fallback_rate=round(sum(a.fallback for a in within) / len(within), 4) if within else 0.0,
         coverage=round(len(covered) / len(task_records), 4) if task_records else 0.0,
         covered=covered,
-        never_asked=[r for r in task_records if r not in revealed],
+        never_asked=[r for r in task_records if r not in asked_about],
         generic_revealed=[r for r in revealed if r in generic],
         pointers_revealed=[r for r in revealed if r.startswith("CP")],
         by_responder=by_responder,

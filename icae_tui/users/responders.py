@@ -76,7 +76,6 @@ class Desk:
         self.auto = auto
         self.mode = mode
         self._answers: dict[int, asyncio.Future[str]] = {}
-        self._early: dict[int, str] = {}  # answers that arrived before the question parked
         self._switched = asyncio.Event()
 
     @property
@@ -89,25 +88,28 @@ class Desk:
         self.mode = mode
         self._switched.set()
 
+    def park(self, question_id: int) -> None:
+        """Open the question for the operator *before* it is announced, so an answer that
+        follows the announcement at once always has somewhere to land."""
+        self._answers[question_id] = asyncio.get_running_loop().create_future()
+
     def answer(self, question_id: int, text: str) -> bool:
-        """The operator's answer. False when the question is no longer waiting."""
+        """The operator's answer. False when that question is not waiting."""
         fut = self._answers.get(question_id)
-        if fut is None:
-            self._early[question_id] = text
-            return True
-        if fut.done():
+        if fut is None or fut.done():
             return False
         fut.set_result(text)
         return True
 
     async def resolve(self, question_id: int, draft: Reply) -> Reply:
         """The reply that goes to the agent, given the automatic draft."""
-        if question_id in self._early:
-            return self._operator_reply(self._early.pop(question_id), draft)
-        fut: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self._answers[question_id] = fut
+        if question_id not in self._answers:
+            self.park(question_id)
+        fut = self._answers[question_id]
         try:
             while True:
+                if fut.done():
+                    return self._operator_reply(fut.result(), draft)
                 if self.mode == "simulated":
                     return draft
                 self._switched.clear()
@@ -116,8 +118,6 @@ class Desk:
                     await asyncio.wait({fut, switched}, return_when=asyncio.FIRST_COMPLETED)
                 finally:
                     switched.cancel()
-                if fut.done():
-                    return self._operator_reply(fut.result(), draft)
         finally:
             self._answers.pop(question_id, None)
 
@@ -126,7 +126,8 @@ class Desk:
             return Reply(draft.text, draft.record_ids, draft.scores, draft.runner_up,
                          draft.fallback, responder="assisted", model=draft.model)  # fmt: skip
         if self.mode == "assisted":
-            # Edited: the operator vouches for the text; the draft's records stay for audit.
-            return Reply(text, draft.record_ids, draft.scores, draft.runner_up,
+            # Edited: the operator vouches for the text. What it reveals is no longer known,
+            # so it claims no record (the draft's records stay on the question, for audit).
+            return Reply(text, [], draft.scores, draft.runner_up,
                          responder="assisted", edited=True, model=draft.model)  # fmt: skip
         return Reply(text, responder="human")

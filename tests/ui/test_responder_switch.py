@@ -210,8 +210,8 @@ async def test_an_edited_draft_is_sent_as_edited_text(mini, store):
             ("assisted", True, edited_2),
         ]
         turns = [text for kind, text in screen.clarify.turns if kind == "answer"]
-        assert turns[0].startswith("A1  assisted (edited) · C001 · ")
-        assert turns[1].startswith("A2  assisted (edited) · C002 · ")
+        assert turns[0].startswith("A1  assisted (edited) · typed · ")  # an edit claims no record
+        assert turns[1].startswith("A2  assisted (edited) · typed · ")
         assert turns[1].endswith(edited_2)
 
 
