@@ -20,13 +20,17 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-import yaml
 
-from icae_tui.domain.solution import Ask, Solution, Write
-from icae_tui.domain.task import CaseFile, Level, TaskSpec, UserAgentData
+from icae_tui.domain.solution import Ask
+from icae_tui.domain.task import CaseFile, Level, TaskSpec
 from icae_tui.users.matching import match
+from tests.tasks.task_files import TaskFiles
 
 TASK = Path(__file__).resolve().parents[2] / "tasks" / "semver"
+
+FILES = TaskFiles(TASK, "semver.py")
+load_cases, load_solution, written_file = FILES.cases, FILES.solution, FILES.written_file
+user_agent, prd = FILES.user_agent, FILES.prd
 ORACLE = TASK / "oracle" / "semver.py"
 SPLITS = ("public", "hidden", "enhanced")
 LEVEL_FILES = {Level.L1: "L1", Level.L2: "L2", Level.L3: "L3", Level.GROUND: "ground"}
@@ -53,38 +57,6 @@ Outcome = tuple[int, str, str]  # exit code, stdout, stderr
 
 
 # --- loading ----------------------------------------------------------------------------------
-
-
-def load_cases() -> list[tuple[str, dict]]:
-    """(id, case) for every stored case, ids like hidden/bump#3."""
-    out = []
-    for split in SPLITS:
-        for path in sorted((TASK / "cases" / split).glob("*.json")):
-            doc = json.loads(path.read_text(encoding="utf-8"))
-            for i, case in enumerate(doc["cases"]):
-                out.append((f"{split}/{path.stem}#{i}", case))
-    return out
-
-
-def load_solution(name: str) -> Solution:
-    raw = yaml.safe_load((TASK / "solutions" / f"{name}.yaml").read_text(encoding="utf-8"))
-    return Solution.model_validate(raw)
-
-
-def written_file(name: str) -> str:
-    writes = [s.write for s in load_solution(name).steps if isinstance(s, Write)]
-    files = [w for w in writes if w.path in ("semver.py", "/workspace/semver.py")]
-    assert files, f"{name}.yaml writes no semver.py"
-    return files[-1].content
-
-
-def user_agent(level: Level) -> UserAgentData:
-    path = TASK / "user_agent" / f"{LEVEL_FILES[level]}.json"
-    return UserAgentData.model_validate(json.loads(path.read_text(encoding="utf-8")))
-
-
-def prd(level: Level) -> str:
-    return (TASK / "prd" / f"{LEVEL_FILES[level]}.md").read_text(encoding="utf-8")
 
 
 def flat(text: str) -> str:
