@@ -7,12 +7,17 @@ import asyncio
 import json
 import os
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from icae_tui.catalog import Catalog, load_catalog
-from icae_tui.domain.task import Level
+from icae_tui.domain.task import Level, Task
 from icae_tui.safe_text import printable
 from icae_tui.store import RunStore, default_home
+
+if TYPE_CHECKING:
+    import aiodocker
 
 
 def _catalog(args: argparse.Namespace) -> Catalog:
@@ -40,19 +45,10 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     return 1 if catalog.errors and not catalog.tasks else 0
 
 
-def cmd_tasks_verify(args: argparse.Namespace) -> int:
-    from icae_tui.evaluation.verify import verify_task
-    from icae_tui.run import new_run_id
+def _with_engine(work: Callable[[aiodocker.Docker], Awaitable[int]]) -> int:
+    """Run `work` with a connected engine; engine and image errors become one clear line."""
     from icae_tui.sandbox.engine import EngineUnavailable, connect
-    from icae_tui.sandbox.images import ImageBuildError, ensure_task_images
-
-    catalog = _catalog(args)
-    _print_errors(catalog)
-    wanted = (
-        [catalog.tasks[t] for t in args.task if t in catalog.tasks]
-        if args.task
-        else list(catalog.tasks.values())
-    )
+    from icae_tui.sandbox.images import ImageBuildError
 
     async def go() -> int:
         try:
@@ -60,62 +56,74 @@ def cmd_tasks_verify(args: argparse.Namespace) -> int:
         except EngineUnavailable as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
-        bad = 0
         try:
-            for task in wanted:
-                images = await ensure_task_images(docker, task)
-                checks = [
-                    c async for c in verify_task(docker, task, images.oracle, run_id=new_run_id())
-                ]
-                for c in sorted(checks, key=lambda c: c.case_id):
-                    if not c.ok:
-                        print(f"  {task.id} {c.case_id}: {printable(c.detail)}")
-                failed = sum(not c.ok for c in checks)
-                bad += failed
-                print(f"{task.id}: {len(checks) - failed}/{len(checks)} cases sound "
-                      "(deterministic and equal to the stored expected_output)")  # fmt: skip
+            return await work(docker)
         except ImageBuildError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
         finally:
             await docker.close()
-        return 1 if bad or catalog.errors else 0
 
     return asyncio.run(go())
 
 
-def cmd_images(args: argparse.Namespace) -> int:
-    from icae_tui.sandbox.engine import EngineUnavailable, connect
-    from icae_tui.sandbox.images import ImageBuildError, ensure_base_image, ensure_task_images
+def _wanted(args: argparse.Namespace, catalog: Catalog) -> list[Task] | None:
+    """The tasks named by --task (all when none); None after saying which are unknown."""
+    if not args.task:
+        return list(catalog.tasks.values())
+    if missing := [t for t in args.task if t not in catalog.tasks]:
+        print(f"error: unknown task(s): {', '.join(missing)}", file=sys.stderr)
+        return None
+    return [catalog.tasks[t] for t in args.task]
+
+
+def cmd_tasks_verify(args: argparse.Namespace) -> int:
+    from icae_tui.evaluation.verify import verify_task
+    from icae_tui.run import new_run_id
+    from icae_tui.sandbox.images import ensure_task_images
 
     catalog = _catalog(args)
     _print_errors(catalog)
-    wanted = [catalog.tasks[t] for t in args.task] if args.task else list(catalog.tasks.values())
+    if (wanted := _wanted(args, catalog)) is None:
+        return 2
 
-    async def build() -> int:
-        try:
-            docker = await connect()
-        except EngineUnavailable as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 2
-        try:
-            await ensure_base_image(docker, lambda m: print(f"  {m}", flush=True))
-            for task in wanted:
-                images = await ensure_task_images(
-                    docker, task, lambda m: print(f"  {m}", flush=True)
-                )
-                print(f"{task.id}: agent {images.agent} · oracle {images.oracle}")
-        except ImageBuildError as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 2
-        finally:
-            await docker.close()
+    async def verify(docker: aiodocker.Docker) -> int:
+        bad = 0
+        for task in wanted:
+            images = await ensure_task_images(docker, task)
+            run_id = new_run_id()
+            checks = [c async for c in verify_task(docker, task, images.oracle, run_id=run_id)]
+            for c in sorted(checks, key=lambda c: c.case_id):
+                if not c.ok:
+                    print(f"  {task.id} {c.case_id}: {printable(c.detail)}")
+            failed = sum(not c.ok for c in checks)
+            bad += failed
+            print(f"{task.id}: {len(checks) - failed}/{len(checks)} cases sound "
+                  "(deterministic and equal to the stored expected_output)")  # fmt: skip
+        return 1 if bad or catalog.errors else 0
+
+    return _with_engine(verify)
+
+
+def cmd_images(args: argparse.Namespace) -> int:
+    from icae_tui.sandbox.images import ensure_base_image, ensure_task_images
+
+    catalog = _catalog(args)
+    _print_errors(catalog)
+    if (wanted := _wanted(args, catalog)) is None:
+        return 2
+
+    def progress(message: str) -> None:
+        print(f"  {message}", flush=True)
+
+    async def build(docker: aiodocker.Docker) -> int:
+        await ensure_base_image(docker, progress)
+        for task in wanted:
+            images = await ensure_task_images(docker, task, progress)
+            print(f"{task.id}: agent {images.agent} · oracle {images.oracle}")
         return 0
 
-    if args.task and (missing := [t for t in args.task if t not in catalog.tasks]):
-        print(f"error: unknown task(s): {', '.join(missing)}", file=sys.stderr)
-        return 2
-    return asyncio.run(build())
+    return _with_engine(build)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -178,26 +186,17 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_reap(args: argparse.Namespace) -> int:
-    from icae_tui.sandbox.engine import EngineUnavailable, connect
     from icae_tui.sandbox.reaper import reap
 
-    async def go() -> int:
-        try:
-            docker = await connect()
-        except EngineUnavailable as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 2
-        try:
-            report = await reap(docker)
-        finally:
-            await docker.close()
+    async def sweep(docker: aiodocker.Docker) -> int:
+        report = await reap(docker)
         print(
             f"removed {len(report.containers)} container(s) and {len(report.images)} image(s); "
             f"kept {report.kept} container(s) of live runs"
         )
         return 0
 
-    return asyncio.run(go())
+    return _with_engine(sweep)
 
 
 def cmd_console(args: argparse.Namespace) -> int:
