@@ -157,6 +157,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         level=Level(args.level),
         responder=args.responder,
         user_model=user_model,
+        budget=args.budget,
         pace_s=args.pace,
         concurrency=args.concurrency,
     )

@@ -72,6 +72,7 @@ class RunConfig:
     # Host environment variables an agent's commands may see (e.g. its model key): passed
     # per exec, never set on the container, so `docker inspect` and the delivery don't hold them.
     secret_env: tuple[str, ...] = ()
+    budget: int | None = None  # questions for this run; None: the task's for the level
     pace_s: float | None = None
     concurrency: int | None = None  # None: sized to the machine
     splits: tuple[Split, ...] = (Split.PUBLIC, Split.HIDDEN, Split.ENHANCED)
@@ -136,6 +137,11 @@ class Run:
         task.add_done_callback(self._background.discard)
         return True
 
+    @property
+    def budget(self) -> int:
+        cfg = self.config
+        return cfg.budget if cfg.budget is not None else cfg.task.budget_for(cfg.level)
+
     def _auto_responder(self) -> Responder:
         cfg = self.config
         data = cfg.task.user_agent[cfg.level].oracle_data
@@ -161,7 +167,7 @@ class Run:
                 agent=cfg.agent,
                 level=cfg.level.value,
                 responder=cfg.responder,
-                budget=task.spec.budget,
+                budget=self.budget,
                 prd=task.prd[cfg.level],
                 task_records=self._record_ids()[0],
                 generic_records=self._record_ids()[1],
@@ -237,7 +243,7 @@ class Run:
 
         await self.emit(PhaseChanged(phase="generate", detail=agent.name))
         delivery_image = f"icae-delivery-{task.id}:{self.run_id}"
-        channel = ClarificationChannel(self.desk, task.spec.budget, self.emit)
+        channel = ClarificationChannel(self.desk, self.budget, self.emit)
         async with serving(channel, task.id) as ask_server:
             agent_box = await create_container(
                 docker, images.agent, run_id=self.run_id, role="agent",

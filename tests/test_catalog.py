@@ -69,3 +69,21 @@ def test_missing_prd_and_unknown_key(tmp_path):
     by_task = {next(p for p in e.path.parts if p in ("noprd", "typo")): e for e in errors}
     assert "L2" in by_task["noprd"].message
     assert "timout_s" in by_task["typo"].message
+
+
+def test_budget_per_level_and_per_run(tmp_path, store):
+    from icae_tui.domain.task import Level
+    from icae_tui.run import Run, RunConfig
+
+    root = _copy_fixture(tmp_path, "mini")
+    toml = root / "task.toml"
+    toml.write_text(
+        toml.read_text().replace("budget = 3", "budget = 3\nlevel_budgets = { L1 = 5, ground = 1 }")
+    )
+    task = load_catalog(tmp_path).tasks["mini"]
+    assert [task.budget_for(lv) for lv in Level] == [5, 3, 3, 1]
+    assert Run(RunConfig(task=task, level=Level.L1), store).budget == 5
+    assert Run(RunConfig(task=task, level=Level.L1, budget=2), store).budget == 2
+    toml.write_text(toml.read_text().replace("ground = 1", "L9 = 1"))
+    [err] = load_catalog(tmp_path).errors
+    assert "level_budgets" in err.message

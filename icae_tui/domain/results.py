@@ -53,6 +53,7 @@ class SideRun(BaseModel):
     stderr_tail: str = ""
     timed_out: bool = False
     oom_killed: bool = False
+    pids_capped: bool = False  # a fork failed at the pids limit
     overflowed: bool = False
     duration_s: float = 0.0
     changes: list[FileChange] = Field(default_factory=list)

@@ -79,7 +79,10 @@ class TaskSpec(Strict):
     title: str
     language: str
     summary: str = ""
-    budget: int = Field(default=16, ge=0, le=200)
+    budget: int = Field(default=16, ge=0, le=200, description="questions per run")
+    level_budgets: dict[Level, int] = Field(
+        default_factory=dict, description="per-level overrides, e.g. {L1 = 20, ground = 4}"
+    )
     image: ImageRecipe = Field(default_factory=ImageRecipe)
     interface: Interface
     oracle: OracleSpec
@@ -186,6 +189,9 @@ class Task(Strict):
     @property
     def id(self) -> str:
         return self.spec.id
+
+    def budget_for(self, level: Level) -> int:
+        return self.spec.level_budgets.get(level, self.spec.budget)
 
     def cases_in(self, *splits: Split) -> list[CaseRef]:
         return [c for c in self.cases if c.split in splits]

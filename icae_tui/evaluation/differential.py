@@ -5,7 +5,7 @@ run `prep`, snapshot the file system, run the case (stdin from `input`) under a 
 an output cap, snapshot again. Both sides run concurrently; cases run concurrently up to a
 bound sized to the machine. Then the comparison ladder gives one verdict per case:
 
-  Oracle ok → Time → Memory → Output → Exec (same exit code) → SP (same effective side
+  Oracle ok → Processes → Time → Memory → Output → Exec (same exit code) → SP (same effective side
   effects) → EM (stdout, whitespace-normalised) → stderr (same normalisation)
 
 FM (normalised similarity ≥ threshold) is reported beside EM.
@@ -88,8 +88,10 @@ async def run_on(pool: SidePool, task: Task, ref: CaseRef) -> _SideOutcome:
             command, stdin=stdin, workdir=workdir, timeout_s=timeout,
             cap_bytes=COMPARE_CAP, kill_after_bytes=OUTPUT_LIMIT,
         )  # fmt: skip
+        pids_capped = False
         if view is not None:
             oom = view.oom_kills() > box.base_oom
+            pids_capped = view.pids_limit_hits() > box.base_pid_hits
             after = view.layer()
             diff = layer_diff(view, before, after)
         else:
@@ -117,6 +119,7 @@ async def run_on(pool: SidePool, task: Task, ref: CaseRef) -> _SideOutcome:
         stderr_tail=_text(res.stderr_tail) if truncated_err else "",
         timed_out=res.timed_out,
         oom_killed=oom,
+        pids_capped=pids_capped,
         overflowed=res.overflowed,
         duration_s=round(res.duration_s, 4),
         changes=changes,
@@ -183,6 +186,12 @@ def judge(task: Task, ref: CaseRef, oracle: _SideOutcome, delivery: _SideOutcome
             else "did not finish"
         )
         return CaseResult(**base, verdict=Verdict.ORACLE_ERROR, reason=f"the oracle {why}")
+    if d.pids_capped and not o.pids_capped:
+        # A fork bomb usually also runs out the clock: the cause is the better verdict.
+        why = "hit the process limit (fork bomb?)" + (
+            f", no exit within {limit:g} s" if d.timed_out else ""
+        )
+        return CaseResult(**base, verdict=Verdict.RUNTIME_ERROR, reason=why)
     if d.timed_out:
         return CaseResult(**base, verdict=Verdict.TIME_LIMIT, reason=f"no exit within {limit:g} s")
     if d.oom_killed:

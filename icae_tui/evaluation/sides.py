@@ -67,6 +67,7 @@ class Box:
     pristine: dict[str, Entry] = field(default_factory=dict)
     base_pids: int | None = None
     base_oom: int = 0
+    base_pid_hits: int = 0
     base_dev: tuple[frozenset[str], ...] = ()
     baseline: dict[str, Entry] | None = None  # fallback path: changes right after start
     cases_served: int = 0
@@ -248,6 +249,7 @@ class SidePool:
                 box.pristine = view.layer()
                 box.base_pids = view.process_count()
                 box.base_oom = view.oom_kills()
+                box.base_pid_hits = view.pids_limit_hits()
                 box.base_dev = _dev_listing(box.init_pid)
             else:
                 # taken while the pool fills, so a case pays for one `/changes`, not two
@@ -295,7 +297,7 @@ class SidePool:
             return False
         if box.base_pids is None or not await _settles(view, box.base_pids):
             return False
-        if view.oom_kills() != box.base_oom:
+        if view.oom_kills() != box.base_oom or view.pids_limit_hits() != box.base_pid_hits:
             return False
         if _dev_listing(box.init_pid) != box.base_dev:
             return False

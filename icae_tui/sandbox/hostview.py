@@ -32,6 +32,7 @@ class HostView:
     lowers: tuple[Path, ...]
     shm: Path | None
     pids_current: Path | None
+    pids_events: Path | None
     oom_control: Path | None
 
     @classmethod
@@ -54,6 +55,9 @@ class HostView:
             lowers=lowers,
             shm=shm if shm.is_dir() else None,
             pids_current=pids if pids.exists() else None,
+            pids_events=pids.with_name("pids.events")
+            if pids.with_name("pids.events").exists()
+            else None,
             oom_control=oom if oom.exists() else None,
         )
 
@@ -66,6 +70,18 @@ class HostView:
             return int(self.pids_current.read_text())
         except (OSError, ValueError):
             return None
+
+    def pids_limit_hits(self) -> int:
+        """How often a fork failed because the pids limit was reached (a fork bomb's mark)."""
+        if self.pids_events is None:
+            return 0
+        try:
+            for line in self.pids_events.read_text().splitlines():
+                if line.startswith("max "):
+                    return int(line.split()[1])
+        except (OSError, ValueError):
+            pass
+        return 0
 
     def oom_kills(self) -> int:
         if self.oom_control is None:
