@@ -237,6 +237,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--responder", default="simulated", choices=["simulated", "human", "assisted"],
                      help="who answers: the simulated user; you on stdin; or you, "
                      "starting from the simulated user's draft")  # fmt: skip
+    run.add_argument("--budget", type=int, default=None,
+                     help="questions for this run (default: the task's, per level)")  # fmt: skip
     run.add_argument(
         "--user-model", help="let a model (choosing among matched records) be the user"
     )

@@ -99,6 +99,7 @@ class Run:
         self.run_id = new_run_id()
         self.desk = Desk(self._auto_responder(), config.responder)
         self._running = False  # between RunStarted and RunFinished: switches are recorded
+        self._phase = "start"
         self._background: set[asyncio.Task[None]] = set()
         self._subscribers: list[Subscriber] = []
         self._seq = 0
@@ -110,6 +111,8 @@ class Run:
         self._subscribers.append(callback)
 
     async def emit(self, event: Event) -> None:
+        if isinstance(event, PhaseChanged):
+            self._phase = event.phase
         self._seq += 1
         event.run_id, event.seq, event.ts = self.run_id, self._seq, time.time()
         self.store.append(event)  # stored before anyone sees it: nothing is lost on a crash
@@ -188,10 +191,7 @@ class Run:
         except (AgentError, EngineUnavailable, ImageBuildError) as err:
             outcome = RunOutcome(self.run_id, "failed", None, str(err))
         except Exception as err:
-            if is_engine_error(err):
-                message = f"Docker engine lost mid-run: {err}"
-            else:
-                message = f"{type(err).__name__}: {err}"
+            message = await _explain_failure(err, self._phase)
             outcome = RunOutcome(self.run_id, "failed", None, message)
         finally:
             if docker is not None:
@@ -327,6 +327,20 @@ class Run:
         event = BuildChecked(ok=ok, exit_code=res.exit_code, reason=reason, stdout=out, stderr=err)
         await self.emit(event)
         return event
+
+
+async def _explain_failure(err: Exception, phase: str) -> str:
+    """One line a person can act on: was it the engine, a container, or our own bug?"""
+    detail = f"{type(err).__name__}: {err}"
+    if is_engine_error(err) or isinstance(err, aiodocker.DockerError):
+        try:
+            probe = await connect(timeout_s=3)
+            await probe.close()
+        except EngineUnavailable:
+            return f"Docker engine lost during {phase}; start it again and re-run ({detail})"
+        if isinstance(err, aiodocker.DockerError):
+            return f"Docker refused an operation during {phase} ({detail})"
+    return f"run failed during {phase}: {detail}"
 
 
 class _AgentSession:
