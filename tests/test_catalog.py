@@ -87,3 +87,20 @@ def test_budget_per_level_and_per_run(tmp_path, store):
     toml.write_text(toml.read_text().replace("ground = 1", "L9 = 1"))
     [err] = load_catalog(tmp_path).errors
     assert "level_budgets" in err.message
+
+
+def test_missing_engine_is_one_clear_line_not_a_traceback(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    env = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock"}
+    cmd = [sys.executable, "-m", "icae_tui", "--tasks", str(FIXTURE_TASKS), "--home", str(tmp_path),
+           "run", "--task", "mini"]  # fmt: skip
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    assert out.returncode == 1
+    assert "Traceback" not in out.stdout + out.stderr
+    assert f"Docker engine at unix://{tmp_path}/no-engine.sock is not answering" in out.stdout
+    assert "run failed" in out.stdout and "report:" in out.stdout  # the failed run is stored
