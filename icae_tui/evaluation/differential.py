@@ -25,7 +25,7 @@ from icae_tui.domain.results import CaseResult, SideRun, Verdict
 from icae_tui.domain.task import CaseRef, Task
 from icae_tui.evaluation.compare import exact_match, fuzzy_score
 from icae_tui.evaluation.sidefx import layer_diff, to_file_changes
-from icae_tui.evaluation.sides import Box, SidePool, fallback_diff, fallback_snapshot
+from icae_tui.evaluation.sides import Box, SidePool, fallback_diff, fallback_snapshot, settles
 from icae_tui.sandbox.containers import ExecResult
 
 DISPLAY_CAP = 64 * 1024  # characters of each stream kept in results and reports
@@ -90,6 +90,10 @@ async def run_on(pool: SidePool, task: Task, ref: CaseRef) -> _SideOutcome:
         )  # fmt: skip
         pids_capped = False
         if view is not None:
+            if box.base_pids is not None and not await settles(view, box.base_pids):
+                # Something still runs: freeze it, so nothing changes the layer (or swaps a
+                # path for a symlink) while we walk it. The box is discarded afterwards.
+                await c.raw.pause()
             oom = view.oom_kills() > box.base_oom
             pids_capped = view.pids_limit_hits() > box.base_pid_hits
             after = view.layer()

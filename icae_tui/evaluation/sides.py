@@ -144,7 +144,7 @@ async def _sysv_ipc_empty(pid: int) -> bool:
     return len(rows) == len(_SYSV_FILES)  # headers only
 
 
-async def _settles(view: HostView, base: int, *, tries: int = 10) -> bool:
+async def settles(view: HostView, base: int, *, tries: int = 10) -> bool:
     """The exec's own process may take a few ms to be reaped after its output closes."""
     for attempt in range(tries):
         count = view.process_count()
@@ -295,7 +295,7 @@ class SidePool:
             return False
         if result.exit_code is None or after != box.pristine:
             return False
-        if box.base_pids is None or not await _settles(view, box.base_pids):
+        if box.base_pids is None or not await settles(view, box.base_pids):
             return False
         if view.oom_kills() != box.base_oom or view.pids_limit_hits() != box.base_pid_hits:
             return False

@@ -158,7 +158,10 @@ def _entry(full: str, st: os.stat_result, *, hash_files: bool) -> Entry:
         if hash_files:
             h = hashlib.sha256()
             try:
-                with open(full, "rb") as f:
+                # O_NOFOLLOW: a process swapping the file for a symlink between lstat and
+                # open must not make us read a host file.
+                fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+                with os.fdopen(fd, "rb") as f:
                     for block in iter(lambda: f.read(1 << 20), b""):
                         h.update(block)
                 digest = h.hexdigest()
