@@ -25,8 +25,16 @@ from icae_tui.domain.results import CaseResult, SideRun, Verdict
 from icae_tui.domain.task import CaseRef, Task
 from icae_tui.evaluation.compare import exact_match, fuzzy_score
 from icae_tui.evaluation.sidefx import layer_diff, to_file_changes
-from icae_tui.evaluation.sides import Box, SidePool, fallback_diff, fallback_snapshot, settles
+from icae_tui.evaluation.sides import (
+    Box,
+    SidePool,
+    fallback_diff,
+    fallback_snapshot,
+    settles,
+    write_fixtures,
+)
 from icae_tui.sandbox.containers import ExecResult
+from icae_tui.sandbox.hostview import walk_tree
 
 DISPLAY_CAP = 64 * 1024  # characters of each stream kept in results and reports
 COMPARE_CAP = 4 * 1024 * 1024  # bytes of each stream kept for comparison
@@ -72,14 +80,19 @@ async def run_on(pool: SidePool, task: Task, ref: CaseRef) -> _SideOutcome:
     state = "fallback" if view is None else ("reused" if box.cases_served else "fresh")
     res: ExecResult | None = None
     after = None
+    before_work: dict = {}
     try:
-        if ref.case.files:
+        if ref.case.files and box.work_root is not None:
+            await asyncio.to_thread(write_fixtures, box.work_root, ref.case.files)
+        elif ref.case.files:
             await c.put_files({f"{workdir}/{p}": t.encode() for p, t in ref.case.files.items()})
         if ref.case.prep:
             await c.exec(ref.case.prep, workdir=workdir, timeout_s=30)
         touched = bool(ref.case.files or ref.case.prep)
+        if box.work_root is not None and touched:
+            before_work = walk_tree(box.work_root, workdir)
         if view is not None:
-            before = view.layer() if touched else box.pristine
+            before = view.layer() if ref.case.prep else box.pristine
         elif not touched and box.baseline is not None:
             before = box.baseline
         else:
@@ -90,14 +103,17 @@ async def run_on(pool: SidePool, task: Task, ref: CaseRef) -> _SideOutcome:
         )  # fmt: skip
         pids_capped = False
         if view is not None:
-            if box.base_pids is not None and not await settles(view, box.base_pids):
+            if not box.base_procs or not await settles(view, box.base_procs):
                 # Something still runs: freeze it, so nothing changes the layer (or swaps a
                 # path for a symlink) while we walk it. The box is discarded afterwards.
+                box.lingering = True
                 await c.raw.pause()
             oom = view.oom_kills() > box.base_oom
             pids_capped = view.pids_limit_hits() > box.base_pid_hits
             after = view.layer()
             diff = layer_diff(view, before, after)
+            if box.work_root is not None:  # the tmpfs work directory: a plain before/after
+                diff |= fallback_diff(before_work, walk_tree(box.work_root, workdir))
         else:
             oom = (
                 res.exit_code == 137 and not res.timed_out and await _oom_killed(pool.docker, c.id)
@@ -257,13 +273,15 @@ class Evaluator:
         self.task = task
         self.concurrency = concurrency or default_concurrency()
         self.oracle_runs = oracle_runs or task.spec.cases.oracle_runs
-        common = dict(run_id=run_id, size=self.concurrency, fast=fast)
+        common = dict(
+            run_id=run_id, size=self.concurrency, fast=fast, workdir=task.spec.cases.workdir
+        )
         self.oracle = SidePool(docker, sides.oracle_image, role="oracle", **common)  # type: ignore[arg-type]
         self.delivery = SidePool(docker, sides.delivery_image, role="delivery", **common)  # type: ignore[arg-type]
 
     async def __aenter__(self) -> Evaluator:
-        self.oracle.start()
-        self.delivery.start()
+        await self.oracle.start()
+        await self.delivery.start()
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -7,6 +7,10 @@ layer equals the pristine one taken at start, no process was left behind (pids c
 `/dev`, `/dev/shm` and `/dev/mqueue` list the same names, and no SysV IPC object exists.
 Anything else is discarded (removal kills whatever still runs) and replaced from the pool.
 
+With a local engine the work directory (fixtures, most side effects) is a tmpfs, written
+and read from the host through `/proc/<pid>/root`, and emptied between cases: a case that
+only touched its work directory leaves a container that can still be proven fresh.
+
 Remote engines have no host view: each case takes a new container and side effects come
 from the engine's `/changes` plus an in-container manifest — slower, equally correct.
 """
@@ -16,18 +20,63 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import shutil
+import stat
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 import aiodocker
 
 from icae_tui.sandbox.containers import Container, ExecResult, Limits, create_container
-from icae_tui.sandbox.hostview import Entry, HostView
+from icae_tui.sandbox.hostview import Entry, HostView, process_state
+
+log = logging.getLogger(__name__)
 
 NSENTER = shutil.which("nsenter")
 CASE_LIMITS = Limits(ttl_s=1800)
+WORKDIR_TMPFS = "rw,exec,nosuid,nodev,size=256m,mode=755"
+
+
+def _identity(path: Path) -> tuple[int, int, int, tuple[str, ...]]:
+    st = os.lstat(path)
+    return (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid, tuple(sorted(os.listxattr(path))))
+
+
+def write_fixtures(root: Path, files: dict[str, str]) -> None:
+    """Fixtures straight into the tmpfs work directory (nothing runs in the container)."""
+    for rel, text in files.items():
+        target = root / rel
+        parent = root
+        for part in Path(rel).parent.parts:  # create parents one by one, never through a link
+            parent = parent / part
+            if not parent.is_dir() or parent.is_symlink():
+                os.mkdir(parent, 0o755)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "wb") as f:
+            f.write(text.encode())
+        os.chmod(target, 0o644, follow_symlinks=False)
+
+
+def reset_workdir(box: Box) -> bool:
+    """Empty the work directory and prove it is as it started. Runs with nothing running
+    in the container, so nothing can race it; symlinks are removed, never followed."""
+    root = box.work_root
+    if root is None:
+        return False
+    try:
+        for entry in os.scandir(root):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+        return not os.listdir(root) and _identity(root) == box.work_identity
+    except OSError:
+        return False
+
 
 _MANIFEST_PY = r"""
 import hashlib, json, os, stat, sys
@@ -66,10 +115,14 @@ class Box:
     init_pid: int = 0
     pristine: dict[str, Entry] = field(default_factory=dict)
     base_pids: int | None = None
+    base_procs: set[int] = field(default_factory=set)
     base_oom: int = 0
     base_pid_hits: int = 0
     base_dev: tuple[frozenset[str], ...] = ()
     baseline: dict[str, Entry] | None = None  # fallback path: changes right after start
+    lingering: bool = False  # the last case left a process running (the box was frozen)
+    work_root: Path | None = None  # fast path: the tmpfs work directory, seen from the host
+    work_identity: tuple[int, int, int, tuple[str, ...]] | None = None  # its mode, owner, xattrs
     cases_served: int = 0
 
 
@@ -144,16 +197,55 @@ async def _sysv_ipc_empty(pid: int) -> bool:
     return len(rows) == len(_SYSV_FILES)  # headers only
 
 
-async def settles(view: HostView, base: int, *, tries: int = 10) -> bool:
-    """The exec's own process may take a few ms to be reaped after its output closes."""
-    for attempt in range(tries):
-        count = view.process_count()
-        if count == base:
-            return True
-        if count is None or attempt == tries - 1:
+async def settles(view: HostView, base: set[int], *, patience_s: float = 3.0) -> bool:
+    """Whether only the container's own processes (`base`) remain after a case.
+
+    A process that is still alive after its command ended is a background process: no.
+    Processes that are only exiting (zombies waiting for the container's init to reap
+    them, slower on a loaded machine) are waited for, up to `patience_s`.
+    """
+    deadline = time.monotonic() + patience_s
+    delay = 0.002
+    while True:
+        procs = view.procs()
+        if procs is None:
             return False
-        await asyncio.sleep(0.005 * (attempt + 1))
-    return False
+        extra = procs - base
+        if not extra:
+            return True
+        if any(process_state(p) not in ("Z", "X", "") for p in extra):
+            return False
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.1)
+
+
+async def _keepalive_procs(view: HostView, init_pid: int, *, wait_s: float = 5.0) -> set[int]:
+    """The container's own processes — its init and the `sleep <ttl>` it starts — once the
+    sleep runs. Taken too early (init not yet forked), every case would look dirty."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        procs = view.procs() or set()
+        for pid in procs - {init_pid}:
+            try:
+                argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0]
+            except OSError:
+                continue
+            if argv0 == b"sleep" and len(procs) == 2:
+                return procs
+        if time.monotonic() > deadline:
+            return procs  # odd, but then the box is simply never reused
+        await asyncio.sleep(0.005)
+
+
+async def engine_is_local(docker: aiodocker.Docker) -> bool:
+    """Layers readable here: a Unix-socket engine with overlay2 under a readable root."""
+    if not str(docker.docker_host).startswith("unix://"):
+        return False
+    info = await docker.system.info()
+    root = info.get("DockerRootDir", "/var/lib/docker")
+    return info.get("Driver") == "overlay2" and os.access(f"{root}/overlay2", os.R_OK)
 
 
 @dataclass
@@ -161,6 +253,7 @@ class SideStats:
     created: int = 0
     reused: int = 0
     discarded: int = 0
+    dirty_reasons: dict[str, int] = field(default_factory=dict)
 
 
 class SidePool:
@@ -193,7 +286,9 @@ class SidePool:
 
     # --- lifecycle ----------------------------------------------------------------------
 
-    def start(self) -> None:
+    async def start(self) -> None:
+        if self.fast and not await engine_is_local(self.docker):
+            self.fast = False  # a remote engine: the fallback path, honestly slower
         self._refill()
 
     async def close(self) -> None:
@@ -236,18 +331,25 @@ class SidePool:
         self._ready.put_nowait(box)
 
     async def _new_box(self) -> Box:
+        tmpfs = {self.workdir: WORKDIR_TMPFS} if self.fast else None
         c = await create_container(
             self.docker, self.image, run_id=self.run_id, role=self.role, limits=self.limits,
-            workdir=self.workdir,
+            workdir=self.workdir, tmpfs=tmpfs,
         )  # fmt: skip
         self.stats.created += 1
         try:
             info = await c.raw.show()
             view = HostView.probe(info) if self.fast else None
             box = Box(container=c, view=view, init_pid=int(info["State"].get("Pid") or 0))
+            if self.fast and view is None:
+                # a tmpfs work directory is invisible to `/changes`: never judge without a view
+                raise RuntimeError("the engine's layers are not readable from this host")
             if view is not None:
+                box.work_root = Path(f"/proc/{box.init_pid}/root{self.workdir}")
+                box.work_identity = _identity(box.work_root)
                 box.pristine = view.layer()
-                box.base_pids = view.process_count()
+                box.base_procs = await _keepalive_procs(view, box.init_pid)
+                box.base_pids = len(box.base_procs)
                 box.base_oom = view.oom_kills()
                 box.base_pid_hits = view.pids_limit_hits()
                 box.base_dev = _dev_listing(box.init_pid)
@@ -290,18 +392,32 @@ class SidePool:
     async def _untouched(
         self, box: Box, after: dict[str, Entry] | None, result: ExecResult
     ) -> bool:
+        reason = await self._why_dirty(box, after, result)
+        if reason:
+            log.debug("%s box %s not reused: %s", self.role, box.container.id[:12], reason)
+            self.stats.dirty_reasons[reason] = self.stats.dirty_reasons.get(reason, 0) + 1
+        return reason == ""
+
+    async def _why_dirty(self, box: Box, after: dict[str, Entry] | None, result: ExecResult) -> str:
+        """Empty when the box is provably as it started; else the first thing that differs."""
         view = box.view
-        if view is None or after is None or result.overflowed or result.timed_out:
-            return False
-        if result.exit_code is None or after != box.pristine:
-            return False
-        if box.base_pids is None or not await settles(view, box.base_pids):
-            return False
+        if view is None or after is None:
+            return "no host view"
+        if result.overflowed or result.timed_out or result.exit_code is None:
+            return "the case did not end normally"
+        if after != box.pristine:
+            return "writable layer changed"
+        if box.lingering or view.process_count() != box.base_pids:
+            return "a process was left behind"
         if view.oom_kills() != box.base_oom or view.pids_limit_hits() != box.base_pid_hits:
-            return False
+            return "memory or process limit hit"
         if _dev_listing(box.init_pid) != box.base_dev:
-            return False
-        return await _sysv_ipc_empty(box.init_pid)
+            return "/dev, /dev/shm or /dev/mqueue changed"
+        if not await _sysv_ipc_empty(box.init_pid):
+            return "SysV IPC objects exist"
+        if not await asyncio.to_thread(reset_workdir, box):
+            return "work directory could not be reset"
+        return ""
 
 
 # --- the fallback's view of changes (remote engines) ---------------------------------------

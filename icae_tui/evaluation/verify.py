@@ -34,8 +34,9 @@ async def verify_task(
     import asyncio
 
     size = default_concurrency()
-    pool = SidePool(docker, oracle_image, run_id=run_id, role="oracle", size=size)
-    pool.start()
+    workdir = task.spec.cases.workdir
+    pool = SidePool(docker, oracle_image, run_id=run_id, role="oracle", size=size, workdir=workdir)
+    await pool.start()
     gate = asyncio.Semaphore(size)
 
     async def check(ref: CaseRef) -> CaseCheck:

@@ -152,8 +152,7 @@ class Container:
         duration = time.monotonic() - started
         exit_code: int | None = None
         if not watchdog_fired and not overflowed:
-            info = await ex.inspect()
-            exit_code = info.get("ExitCode")
+            exit_code = await _exit_code(ex)
         # 124: `timeout` fired; 137 after the limit: it had to SIGKILL.
         timed_out = (
             watchdog_fired or exit_code == 124 or (exit_code == 137 and duration >= timeout_s)
@@ -189,6 +188,19 @@ class Container:
     async def remove(self) -> None:
         with contextlib.suppress(aiodocker.DockerError):
             await self.raw.delete(force=True, v=True)
+
+
+async def _exit_code(ex: aiodocker.execs.Exec, *, wait_s: float = 5.0) -> int | None:
+    """The exit code once the engine has reaped the process: output can close a moment
+    before that, and an early inspect says `Running` with no code."""
+    deadline = time.monotonic() + wait_s
+    delay = 0.002
+    while True:
+        info = await ex.inspect()
+        if not info.get("Running") or time.monotonic() > deadline:
+            return info.get("ExitCode") if not info.get("Running") else None
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.05)
 
 
 async def _write_stdin_and_close(stream: aiodocker.stream.Stream, data: bytes) -> None:
@@ -247,6 +259,7 @@ async def create_container(
     limits: Limits = Limits(),
     workdir: str = "/",
     binds: list[str] | None = None,
+    tmpfs: dict[str, str] | None = None,
     hardened: bool = True,
 ) -> Container:
     """A started container. `hardened` (all but image builds) drops every capability."""
@@ -269,6 +282,8 @@ async def create_container(
         host_config["CapDrop"] = ["ALL"]
     if binds:
         host_config["Binds"] = binds
+    if tmpfs:
+        host_config["Tmpfs"] = tmpfs
     config = {
         "Image": image,
         "Cmd": ["sleep", str(limits.ttl_s)],

@@ -22,8 +22,6 @@ ENGINE_NOISE = frozenset({"/usr/sbin/docker-init", "/usr/sbin", "/usr"})
 
 Entry = tuple[str, int, int, str, str]  # type, mode, size, sha256, link target
 
-_DIGESTS: dict[str, tuple[tuple[int, int, int, int], Entry]] = {}  # host path → (stat key, entry)
-
 
 @dataclass(frozen=True)
 class HostView:
@@ -71,6 +69,16 @@ class HostView:
         except (OSError, ValueError):
             return None
 
+    def procs(self) -> set[int] | None:
+        """Host pids of the processes in the container's cgroup."""
+        if self.pids_current is None:
+            return None
+        try:
+            text = self.pids_current.with_name("cgroup.procs").read_text()
+        except OSError:
+            return None
+        return {int(line) for line in text.split()}
+
     def pids_limit_hits(self) -> int:
         """How often a fork failed because the pids limit was reached (a fork bomb's mark)."""
         if self.pids_events is None:
@@ -108,35 +116,43 @@ class HostView:
         rel = path.lstrip("/")
         return any(os.path.lexists(lower / rel) for lower in self.lowers)
 
-    def layer(self, *, hash_files: bool = True) -> dict[str, Entry]:
-        """Every entry of the writable layer by absolute path; whiteouts are `deleted`.
+    def layer(self) -> dict[str, Entry]:
+        """Every entry of the writable layer by absolute path; whiteouts are `deleted`."""
+        return walk_tree(self.upper, "/")
 
-        File digests are cached by (inode, size, mtime, ctime): the engine's own files in
-        the layer (docker-init) are hashed once per container, not once per case.
-        """
-        out: dict[str, Entry] = {}
-        root = str(self.upper)
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames.sort()
-            for name in sorted(dirnames) + sorted(filenames):
-                full = os.path.join(dirpath, name)
-                path = "/" + os.path.relpath(full, root)
-                try:
-                    st = os.lstat(full)
-                except OSError:
-                    continue
-                key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-                cached = _DIGESTS.get(full)
-                if hash_files and cached is not None and cached[0] == key:
-                    out[path] = cached[1]
-                    continue
-                entry = _entry(full, st, hash_files=hash_files)
-                if hash_files and entry[0] == "file":
-                    if len(_DIGESTS) > 50_000:  # containers come and go: stay bounded
-                        _DIGESTS.clear()
-                    _DIGESTS[full] = (key, entry)
-                out[path] = entry
-        return out
+
+def process_state(pid: int) -> str:
+    """One-letter state from /proc/<pid>/stat ('Z' zombie, 'X' dead, '' gone)."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return stat_line.rpartition(")")[2].split()[0]
+
+
+def walk_tree(root: Path, prefix: str) -> dict[str, Entry]:
+    """Entries below `root`, keyed `prefix` + relative path; symlinks are never followed.
+
+    The engine's own files (docker-init, ~0.7 MB) are not hashed on every case: their stat
+    identity stands in, which still changes if anything rewrites them.
+    """
+    out: dict[str, Entry] = {}
+    base = str(root)
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames.sort()
+        for name in sorted(dirnames) + sorted(filenames):
+            full = os.path.join(dirpath, name)
+            path = prefix.rstrip("/") + "/" + os.path.relpath(full, base)
+            try:
+                st = os.lstat(full)
+            except OSError:
+                continue
+            if path in ENGINE_NOISE and stat.S_ISREG(st.st_mode):
+                identity = f"stat:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+                out[path] = ("file", stat.S_IMODE(st.st_mode), st.st_size, identity, "")
+                continue
+            out[path] = _entry(full, st, hash_files=True)
+    return out
 
 
 def _entry(full: str, st: os.stat_result, *, hash_files: bool) -> Entry:
