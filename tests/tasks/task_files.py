@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import py_compile
 from pathlib import Path
 
+import pytest
 import yaml
 
 from icae_tui.domain.solution import Solution, Write
@@ -46,3 +48,14 @@ class TaskFiles:
 
     def prd(self, level: Level) -> str:
         return (self.root / "prd" / f"{LEVEL_FILES[level]}.md").read_text(encoding="utf-8")
+
+    def assert_build_gate(self, tmp_path: Path) -> None:
+        """broken.yaml's file fails `py_compile` (the tasks' build gate); good and partial pass."""
+        path = tmp_path / self.entry_file
+        path.write_text(self.written_file("broken"), encoding="utf-8")
+        with pytest.raises(py_compile.PyCompileError):
+            py_compile.compile(str(path), doraise=True)
+        for name in ("good", "partial"):
+            ok = tmp_path / f"{name}.py"
+            ok.write_text(self.written_file(name), encoding="utf-8")
+            py_compile.compile(str(ok), doraise=True)

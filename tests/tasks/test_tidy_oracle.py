@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import py_compile
 import subprocess
 import sys
 import tempfile
@@ -272,11 +271,4 @@ def test_partial_fails_some_hidden_cases(runs: dict[str, dict[str, Outcome]]) ->
 
 
 def test_broken_fails_the_build_gate(tmp_path: Path) -> None:
-    path = tmp_path / "tidy.py"
-    path.write_text(written_file("broken"), encoding="utf-8")
-    with pytest.raises(py_compile.PyCompileError):
-        py_compile.compile(str(path), doraise=True)
-    for name in ("good", "partial"):
-        ok = tmp_path / f"{name}.py"
-        ok.write_text(written_file(name), encoding="utf-8")
-        py_compile.compile(str(ok), doraise=True)
+    FILES.assert_build_gate(tmp_path)
