@@ -45,10 +45,16 @@ from icae_tui.domain.task import Level, Split, Task
 from icae_tui.evaluation.differential import Evaluator, Sides, build_error_result
 from icae_tui.evaluation.scoring import score
 from icae_tui.report import write_report
-from icae_tui.sandbox.containers import Container, ExecResult, create_container, labels_for
+from icae_tui.sandbox.containers import (
+    Container,
+    ExecResult,
+    complete_despite_cancel,
+    create_container,
+    labels_for,
+)
 from icae_tui.sandbox.engine import EngineUnavailable, connect, is_engine_error
 from icae_tui.sandbox.images import ImageBuildError, ensure_task_images, wrapper_script
-from icae_tui.sandbox.reaper import reap
+from icae_tui.sandbox.reaper import reap, reap_ask_folders, remove_run_containers
 from icae_tui.store import RunStore
 from icae_tui.users.ask_server import icae_ask_script, serving
 from icae_tui.users.channel import ClarificationChannel
@@ -77,6 +83,17 @@ class RunConfig:
     concurrency: int | None = None  # None: sized to the machine
     splits: tuple[Split, ...] = (Split.PUBLIC, Split.HIDDEN, Split.ENHANCED)
 
+    def __post_init__(self) -> None:
+        """Options from any display are checked here, once, with the option's name."""
+        if self.budget is not None and self.budget < 0:
+            raise ValueError(f"budget must be 0 or more, not {self.budget}")
+        if self.concurrency is not None and self.concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, not {self.concurrency}")
+        if self.pace_s is not None and self.pace_s < 0:
+            raise ValueError(f"pace must be 0 s or more, not {self.pace_s}")
+        if self.responder not in ("simulated", "human", "assisted"):
+            raise ValueError(f"responder must be simulated, human or assisted: {self.responder!r}")
+
 
 def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
@@ -104,6 +121,7 @@ class Run:
         self._subscribers: list[Subscriber] = []
         self._seq = 0
         self._events: list[Event] = []
+        self.leftovers_removed: list[str] = []  # found by the final sweep: a cleanup bug if any
 
     # --- events -----------------------------------------------------------------------
 
@@ -160,6 +178,7 @@ class Run:
 
     async def execute(self) -> RunOutcome:
         cfg, task = self.config, self.config.task
+        self._close_dead_runs()
         self.store.create_run(
             self.run_id, task.id, cfg.agent, cfg.level.value, cfg.responder, time.time()
         )
@@ -195,10 +214,29 @@ class Run:
             outcome = RunOutcome(self.run_id, "failed", None, message)
         finally:
             if docker is not None:
+                await self._remove_leftovers(docker)
                 with contextlib.suppress(Exception):
                     await asyncio.shield(docker.close())
         await self._finish(outcome)
         return outcome
+
+    def _close_dead_runs(self) -> None:
+        """What dead runs left outside the engine: `running` rows and socket folders."""
+        for run_id in self.store.mark_interrupted():
+            log.info("run %s: owner gone, marked interrupted", run_id)
+        for folder in reap_ask_folders():
+            log.info("removed orphaned clarification folder %s", folder)
+
+    async def _remove_leftovers(self, docker: aiodocker.Docker) -> None:
+        """Whatever still carries this run's label goes, even on cancel or a failed phase."""
+        try:
+            removed = await complete_despite_cancel(remove_run_containers(docker, self.run_id))
+            self.leftovers_removed = removed
+        except Exception as err:  # the engine may be gone: the reaper will get them later
+            log.warning("run %s: could not check for leftover containers: %s", self.run_id, err)
+            return
+        if removed:
+            log.warning("run %s: removed %d leftover container(s)", self.run_id, len(removed))
 
     async def _sweep(self, docker: aiodocker.Docker) -> None:
         """Start-up sweep: what crashed runs left behind (ours, dead or expired) goes."""
@@ -265,15 +303,27 @@ class Run:
                 )
                 repo, tag = delivery_image.split(":", 1)
                 labels = labels_for(self.run_id, "delivery", ttl_s=24 * 3600)
-                await agent_box.commit(repo, tag, labels)
+                committing = agent_box.commit(repo, tag, labels)
+                try:  # the engine finishes a commit it started: so does the cleanup
+                    await complete_despite_cancel(committing)
+                except BaseException:
+                    await self._remove_image(docker, delivery_image)
+                    raise
             finally:
-                await asyncio.shield(agent_box.remove())
+                await agent_box.remove()
 
         try:
             return await self._judge(docker, images.oracle, delivery_image)
         finally:
+            await self._remove_image(docker, delivery_image)
+
+    @staticmethod
+    async def _remove_image(docker: aiodocker.Docker, image: str) -> None:
+        async def delete() -> None:
             with contextlib.suppress(aiodocker.DockerError):
-                await asyncio.shield(docker.images.delete(delivery_image, force=True))
+                await docker.images.delete(image, force=True)
+
+        await complete_despite_cancel(delete())
 
     async def _judge(
         self, docker: aiodocker.Docker, oracle_image: str, delivery_image: str

@@ -7,7 +7,8 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from icae_tui.domain.events import Event, parse_event
+from icae_tui.domain.events import Event, RunFinished, parse_event
+from icae_tui.owners import owner_gone, this_host
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -20,7 +21,9 @@ CREATE TABLE IF NOT EXISTS runs (
     started_at REAL NOT NULL,
     finished_at REAL,
     overall REAL,
-    error TEXT NOT NULL DEFAULT ''
+    error TEXT NOT NULL DEFAULT '',
+    owner_pid INTEGER,
+    owner_host TEXT
 );
 CREATE TABLE IF NOT EXISTS events (
     run_id TEXT NOT NULL REFERENCES runs(run_id),
@@ -62,6 +65,14 @@ class RunStore:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Stores made before runs had owners get the columns (rows keep NULL: unknown)."""
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(runs)")}
+        for name, kind in (("owner_pid", "INTEGER"), ("owner_host", "TEXT")):
+            if name not in columns:
+                self.db.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
 
     @property
     def artifacts_dir(self) -> Path:
@@ -71,9 +82,9 @@ class RunStore:
         self, run_id: str, task_id: str, agent: str, level: str, responder: str, started_at: float
     ) -> None:
         self.db.execute(
-            "INSERT INTO runs (run_id, task_id, agent, level, responder, started_at)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            (run_id, task_id, agent, level, responder, started_at),
+            "INSERT INTO runs (run_id, task_id, agent, level, responder, started_at,"
+            " owner_pid, owner_host) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (run_id, task_id, agent, level, responder, started_at, os.getpid(), this_host()),
         )
 
     def append(self, event: Event) -> None:
@@ -90,6 +101,50 @@ class RunStore:
             "UPDATE runs SET status=?, finished_at=?, overall=?, error=? WHERE run_id=?",
             (status, finished_at, overall, error, run_id),
         )
+
+    def mark_interrupted(self) -> list[str]:
+        """Runs still `running` whose owner process died (kill -9, a crash, a power cut) are
+        closed as `interrupted` at their last stored event, with a final event saying so, so
+        history and replay end where the run really ended. Returns their ids.
+
+        A row without an owner comes from a store written before owners were recorded: no
+        process of this version can be running it, so it is closed too.
+        """
+        rows = self.db.execute(
+            "SELECT run_id, started_at, owner_pid, owner_host FROM runs WHERE status='running'"
+        ).fetchall()
+        closed = []
+        for run_id, started_at, pid, host in rows:
+            if pid is not None and not owner_gone(pid, host):
+                continue
+            last_seq, last_ts = self.db.execute(
+                "SELECT COALESCE(MAX(seq), 0), MAX(ts) FROM events WHERE run_id=?", (run_id,)
+            ).fetchone()
+            at = last_ts if last_ts is not None else started_at
+            owner = f"process {pid} on {host}" if pid is not None else "an unknown process"
+            error = f"interrupted: its owner ({owner}) ended without finishing the run"
+            final = RunFinished(status="interrupted", error=error)
+            final.run_id, final.seq, final.ts = run_id, last_seq + 1, at
+            with self.db:  # the event and the row change together, or not at all
+                self.db.execute("BEGIN")
+                updated = self.db.execute(
+                    "UPDATE runs SET status='interrupted', finished_at=?, error=?"
+                    " WHERE run_id=? AND status='running'",
+                    (at, error, run_id),
+                ).rowcount
+                if updated:
+                    self.append(final)
+            if updated:
+                closed.append(run_id)
+        return closed
+
+    def run(self, run_id: str) -> RunRow | None:
+        row = self.db.execute(
+            "SELECT run_id, task_id, agent, level, responder, status, started_at, finished_at,"
+            " overall, error FROM runs WHERE run_id=?",
+            (run_id,),
+        ).fetchone()
+        return RunRow(*row) if row else None
 
     def runs(self, limit: int = 200) -> list[RunRow]:
         rows = self.db.execute(

@@ -151,7 +151,7 @@ class ScoreUpdated(Event):
 
 class RunFinished(Event):
     kind: Literal["run_finished"] = "run_finished"
-    status: Literal["completed", "failed", "cancelled"]
+    status: Literal["completed", "failed", "cancelled", "interrupted"]
     score: Score | None = None
     error: str = ""
     report_path: str = ""

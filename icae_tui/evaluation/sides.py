@@ -292,10 +292,13 @@ class SidePool:
         self._refill()
 
     async def close(self) -> None:
+        """Stop filling and remove every box. Creations and removals in flight finish their
+        engine call first (see `complete_despite_cancel`), so none is left to nobody."""
         self._closed = True
-        for t in list(self._tasks):
-            t.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        while self._tasks:  # a release during close may still spawn a removal: await it too
+            for t in list(self._tasks):
+                t.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
         boxes = list(self._clean)
         self._clean.clear()
         while not self._ready.empty():
@@ -310,6 +313,8 @@ class SidePool:
         task.add_done_callback(self._tasks.discard)
 
     def _refill(self) -> None:
+        if self._closed:
+            return
         want = self.size - (self._ready.qsize() + self._filling + len(self._clean))
         for _ in range(max(0, want)):
             self._filling += 1

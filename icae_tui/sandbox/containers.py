@@ -18,10 +18,13 @@ import tarfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import aiodocker
 
 from icae_tui.sandbox.engine import LABEL_TOOL, TOOL_NAME
+
+T = TypeVar("T")
 
 OutputCallback = Callable[[str, bytes], Awaitable[None] | None]
 
@@ -186,8 +189,28 @@ class Container:
         return str(result.get("Id", ""))
 
     async def remove(self) -> None:
-        with contextlib.suppress(aiodocker.DockerError):
-            await self.raw.delete(force=True, v=True)
+        """Force-remove; a cancel arriving meanwhile waits for the engine's answer first,
+        so a cancelled run never leaves a container half-removed."""
+
+        async def delete() -> None:
+            with contextlib.suppress(aiodocker.DockerError):
+                await self.raw.delete(force=True, v=True)
+
+        await complete_despite_cancel(delete())
+
+
+async def complete_despite_cancel(work: Awaitable[T]) -> T:
+    """Await `work` to its end even if the caller is cancelled meanwhile (once or more);
+    then the cancel goes on. For steps that must not be cut in half: a container the
+    engine makes while its creator is cancelled would otherwise belong to nobody."""
+    task = asyncio.ensure_future(work)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        while not task.done():  # the engine is doing it anyway: wait for its answer
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({task})
+        raise
 
 
 async def _exit_code(ex: aiodocker.execs.Exec, *, wait_s: float = 5.0) -> int | None:
@@ -293,14 +316,24 @@ async def create_container(
         "NetworkDisabled": True,
         "HostConfig": host_config,
     }
-    raw = await docker.containers.create(config)
-    container = Container(docker, raw)
+
+    async def create_and_start() -> Container:
+        container = Container(docker, await docker.containers.create(config))
+        try:
+            await container.raw.start()
+        except BaseException:
+            await container.remove()
+            raise
+        return container
+
+    # Made even if we are cancelled meanwhile (the engine goes on), then removed at once.
+    pending = asyncio.ensure_future(create_and_start())
     try:
-        await raw.start()
-    except BaseException:
-        await container.remove()
+        return await complete_despite_cancel(pending)
+    except asyncio.CancelledError:
+        if pending.done() and not pending.cancelled() and pending.exception() is None:
+            await pending.result().remove()
         raise
-    return container
 
 
 @contextlib.asynccontextmanager

@@ -11,13 +11,19 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import socket
+import stat
+import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import aiodocker
 
+from icae_tui.owners import owner_gone, process_alive
 from icae_tui.sandbox.engine import LABEL_TOOL, TOOL_NAME
+from icae_tui.users.ask_server import FOLDER_PREFIX, SOCKET_NAME
 
 LABEL_OWNER_PID = "icae.owner-pid"
 LABEL_OWNER_HOST = "icae.owner-host"
@@ -31,18 +37,6 @@ class ReapReport:
     kept: int = 0
 
 
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def is_dead(labels: dict[str, str], *, now: float | None = None) -> bool:
     now = time.time() if now is None else now
     with contextlib.suppress(ValueError):
@@ -53,7 +47,7 @@ def is_dead(labels: dict[str, str], *, now: float | None = None) -> bool:
     pid = labels.get(LABEL_OWNER_PID)
     if pid is None or not pid.isdigit():
         return False
-    return pid != str(os.getpid()) and not _pid_alive(int(pid))
+    return pid != str(os.getpid()) and not process_alive(int(pid))
 
 
 async def reap(docker: aiodocker.Docker, *, everything_dead: bool = True) -> ReapReport:
@@ -75,3 +69,59 @@ async def reap(docker: aiodocker.Docker, *, everything_dead: bool = True) -> Rea
                 await docker.images.delete(image["Id"], force=True)
                 report.images.append(image["Id"][7:19])
     return report
+
+
+def _socket_answers(path: Path) -> bool:
+    """Whether a server still listens on the Unix socket (a folder of a live run)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(1.0)
+        try:
+            s.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
+def reap_ask_folders(tmp: Path | None = None) -> list[str]:
+    """Remove the clarification-socket folders that dead runs left in the temp directory.
+
+    `icae-ask-<pid>-…`: removed when that pid is gone on this host. Folders from before the
+    pid was in the name: removed when nothing listens on their socket. Only our own folders
+    (a directory, owned by us, holding nothing but the socket) are ever touched.
+    """
+    tmp = tmp or Path(tempfile.gettempdir())
+    removed = []
+    for folder in tmp.glob(FOLDER_PREFIX + "*"):
+        try:
+            st = os.lstat(folder)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            continue
+        try:
+            contents = os.listdir(folder)
+        except OSError:
+            continue
+        if set(contents) - {SOCKET_NAME}:
+            continue  # not a folder of ours as we make them: leave it
+        owner, sep, _ = folder.name[len(FOLDER_PREFIX) :].partition("-")
+        if sep and owner.isdigit():
+            orphaned = owner_gone(int(owner), None)
+        else:
+            orphaned = not _socket_answers(folder / SOCKET_NAME)
+        if orphaned:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder.name)
+    return removed
+
+
+async def remove_run_containers(docker: aiodocker.Docker, run_id: str) -> list[str]:
+    """Every container labelled with this run, whatever its state: the run's last word on
+    cleanup, after its own removals, so a race with a cancel cannot leave one behind."""
+    filters = json.dumps({"label": [f"{LABEL_TOOL}={TOOL_NAME}", f"icae.run={run_id}"]})
+    removed = []
+    for c in await docker.containers.list(all=True, filters=filters):
+        with contextlib.suppress(aiodocker.DockerError):
+            await c.delete(force=True, v=True)
+            removed.append(c.id[:12])
+    return removed

@@ -22,7 +22,12 @@ VERDICT_STYLES: dict[str, str] = {
     Verdict.ORACLE_ERROR: "bold yellow",
 }
 
-STATUS_STYLES = {"completed": "bold green", "failed": "bold red", "cancelled": "bold yellow"}
+STATUS_STYLES = {
+    "completed": "bold green",
+    "failed": "bold red",
+    "cancelled": "bold yellow",
+    "interrupted": "bold magenta",
+}
 
 
 def safe(text: object, style: str = "", *, limit: int | None = None, lines: bool = False) -> Text:

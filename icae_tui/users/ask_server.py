@@ -24,6 +24,7 @@ from aiohttp import web
 from icae_tui.users.channel import ClarificationChannel
 
 SOCKET_NAME = "ask.sock"
+FOLDER_PREFIX = "icae-ask-"  # then `<owner pid>-`: the reaper removes folders of dead owners
 CONTAINER_DIR = "/run/icae"
 ASSET = Path(__file__).parent / "assets" / "icae-ask"
 
@@ -36,7 +37,7 @@ class AskServer:
     def __init__(self, channel: ClarificationChannel, task_id: str) -> None:
         self.channel = channel
         self.task_id = task_id
-        self.folder = Path(tempfile.mkdtemp(prefix="icae-ask-"))
+        self.folder = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-"))
         self._runner: web.AppRunner | None = None
 
     @property
@@ -59,9 +60,11 @@ class AskServer:
         os.chmod(self.socket_path, 0o666)
 
     async def close(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-        shutil.rmtree(self.folder, ignore_errors=True)
+        try:
+            if self._runner is not None:
+                await self._runner.cleanup()
+        finally:  # even when cancelled meanwhile: the folder must not outlive the run
+            shutil.rmtree(self.folder, ignore_errors=True)
 
     async def _question(self, request: web.Request) -> str:
         try:
@@ -94,8 +97,8 @@ class AskServer:
 @contextlib.asynccontextmanager
 async def serving(channel: ClarificationChannel, task_id: str):
     server = AskServer(channel, task_id)
-    await server.start()
-    try:
+    try:  # a cancel during start must still remove the folder
+        await server.start()
         yield server
     finally:
         await server.close()

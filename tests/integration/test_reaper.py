@@ -7,7 +7,9 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -92,4 +94,61 @@ async def test_ctrl_c_removes_what_the_run_created(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
+        await docker.close()
+
+
+def _start_headless(home) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "icae_tui", "--tasks", str(FIXTURE_TASKS), "--home", str(home),
+           "--pace", "2", "run", "--task", "mini", "--agent", "scripted:good"]  # fmt: skip
+    return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+async def _kill_9_in_agent_phase(docker, home) -> int:
+    """Start a headless run, kill -9 it once its agent container (and so its clarification
+    socket folder) exists; the pid of the dead owner."""
+    proc = _start_headless(home)
+    try:
+        label = f"icae.owner-pid={proc.pid}"
+        deadline = time.time() + 120
+        while time.time() < deadline and not await _containers(docker, label):
+            time.sleep(0.2)
+        assert await _containers(docker, label), "the run never started its agent container"
+        assert list(Path(tempfile.gettempdir()).glob(f"icae-ask-{proc.pid}-*"))
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    return proc.pid
+
+
+async def test_kill_9_run_is_interrupted_by_reap_and_by_the_next_start(tmp_path, fixture_catalog):
+    from icae_tui.run import Run, RunConfig
+    from icae_tui.store import RunStore
+
+    docker = await connect()
+    try:
+        first = await _kill_9_in_agent_phase(docker, tmp_path)
+        store = RunStore(tmp_path / "runs.db")
+        [row] = store.runs()
+        assert row.status == "running"  # what `icae runs` showed forever before
+        out = subprocess.run(
+            [sys.executable, "-m", "icae_tui", "--home", str(tmp_path), "reap"],
+            cwd=ROOT, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        assert "marked 1 run(s) interrupted" in out.stdout
+        [row] = store.runs()
+        assert row.status == "interrupted" and row.finished_at is not None
+        assert store.events(row.run_id)[-1].status == "interrupted"
+        assert not list(Path(tempfile.gettempdir()).glob(f"icae-ask-{first}-*"))
+
+        second = await _kill_9_in_agent_phase(docker, tmp_path)
+        # The next start in this store closes it, even a start that then fails at once.
+        task = fixture_catalog.tasks["mini"]
+        await Run(RunConfig(task=task, agent="scripted:nonexistent"), store).execute()
+        statuses = {r.run_id: r.status for r in store.runs()}
+        assert sorted(statuses.values()) == ["failed", "interrupted", "interrupted"]
+        assert not list(Path(tempfile.gettempdir()).glob(f"icae-ask-{second}-*"))
+        store.close()
+        await reap(docker)  # the killed runs' containers
+    finally:
         await docker.close()
