@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,6 +94,8 @@ def load_solution(path: Path) -> Solution:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:
         raise TaskError(path, f"invalid YAML: {err}") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise TaskError(path, f"cannot read: {err}") from None
     return _validate(Solution, data, path)
 
 
@@ -136,10 +139,42 @@ def load_task(root: Path) -> Task:
     cases = load_cases(root)
     if not any(c.split is Split.HIDDEN for c in cases):
         raise TaskError(root / "cases" / "hidden", "no hidden cases")
-    solutions = sorted(p.stem for p in (root / "solutions").glob("*.yaml"))
+    solutions, _ = load_solutions(root)
     return Task(
         spec=spec, root=str(root), prd=prd, user_agent=agents, cases=cases, solutions=solutions
     )
+
+
+SOLUTION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def solution_path(root: Path, name: str) -> Path | None:
+    """The file of solution `name` inside the task's `solutions/`, or None: a name is a
+    plain file stem, never a path, so nothing outside that folder can be loaded."""
+    if not SOLUTION_NAME.fullmatch(name):
+        return None
+    folder = (root / "solutions").resolve()
+    path = (folder / f"{name}.yaml").resolve()
+    return path if path.parent == folder and path.is_file() else None
+
+
+def load_solutions(root: Path) -> tuple[list[str], list[TaskError]]:
+    """Names of the solutions that load, and a located error for each one that does not."""
+    names, errors = [], []
+    for path in sorted((root / "solutions").glob("*.yaml")):
+        if solution_path(root, path.stem) is None:
+            errors.append(TaskError(path, "solution names are letters, digits, '_', '-', '.'"))
+            continue
+        try:
+            load_solution(path)
+        except TaskError as err:
+            errors.append(err)
+            continue
+        except OSError as err:
+            errors.append(TaskError(path, f"cannot read: {err}"))
+            continue
+        names.append(path.stem)
+    return names, errors
 
 
 def load_catalog(tasks_dir: Path | None = None) -> Catalog:
@@ -160,4 +195,5 @@ def load_catalog(tasks_dir: Path | None = None) -> Catalog:
             catalog.errors.append(TaskError(root, f"cannot load: {type(err).__name__}: {err}"))
             continue
         catalog.tasks[task.id] = task
+        catalog.errors += load_solutions(root)[1]  # the task stays; its broken solutions go
     return catalog

@@ -20,6 +20,26 @@ if TYPE_CHECKING:
     import aiodocker
 
 
+def _bounded(kind: type, low: float) -> Callable[[str], float]:
+    """An argparse type: a number of `kind` that is at least `low`, or a clear error."""
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low:g}, not {text}")
+        return value
+
+    return parse
+
+
+POSITIVE_INT = _bounded(int, 1)
+COUNT = _bounded(int, 0)
+SECONDS = _bounded(float, 0)
+
+
 def _catalog(args: argparse.Namespace) -> Catalog:
     return load_catalog(Path(args.tasks) if args.tasks else None)
 
@@ -174,6 +194,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     store = RunStore(Path(args.home) / "runs.db" if args.home else None)
+    store.mark_interrupted()
     if args.export:
         from icae_tui.report import build_report
 
@@ -187,7 +208,15 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_reap(args: argparse.Namespace) -> int:
-    from icae_tui.sandbox.reaper import reap
+    from icae_tui.sandbox.reaper import reap, reap_ask_folders
+
+    # What needs no engine first: a run whose owner died, its clarification socket folder.
+    store = RunStore(Path(args.home) / "runs.db" if args.home else None)
+    interrupted = store.mark_interrupted()
+    store.close()
+    folders = reap_ask_folders()
+    print(f"marked {len(interrupted)} run(s) interrupted; "
+          f"removed {len(folders)} orphaned clarification folder(s)")  # fmt: skip
 
     async def sweep(docker: aiodocker.Docker) -> int:
         report = await reap(docker)
@@ -204,6 +233,7 @@ def cmd_console(args: argparse.Namespace) -> int:
     from icae_tui.ui.app import IcaeApp
 
     store = RunStore(Path(args.home) / "runs.db" if args.home else None)
+    store.mark_interrupted()  # history must not show dead runs as running
     IcaeApp(catalog=_catalog(args), store=store, pace_s=args.pace).run()
     return 0
 
@@ -216,7 +246,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--tasks", help="tasks folder (default: ./tasks)")
     p.add_argument("--home", help=f"where runs are stored (default: {default_home()})")
-    p.add_argument("--pace", type=float, default=None, help="seconds between scripted steps")
+    p.add_argument("--pace", type=SECONDS, default=None, help="seconds between scripted steps")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     sub.add_parser("console", help="open the console (the default)")
@@ -237,7 +267,7 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--responder", default="simulated", choices=["simulated", "human", "assisted"],
                      help="who answers: the simulated user; you on stdin; or you, "
                      "starting from the simulated user's draft")  # fmt: skip
-    run.add_argument("--budget", type=int, default=None,
+    run.add_argument("--budget", type=COUNT, default=None,
                      help="questions for this run (default: the task's, per level)")  # fmt: skip
     run.add_argument(
         "--user-model", help="let a model (choosing among matched records) be the user"
@@ -246,7 +276,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--user-api-key-env", default="OPENAI_API_KEY",
                      help="environment variable holding the endpoint's key")  # fmt: skip
     run.add_argument("--report", help="also write the JSON report here")
-    run.add_argument("--concurrency", type=int, default=None, help="cases evaluated at once")
+    run.add_argument("--concurrency", type=POSITIVE_INT, default=None,
+                     help="cases evaluated at once (at least 1)")  # fmt: skip
     run.add_argument("-v", "--verbose", action="store_true", help="print agent command output")
 
     sub.add_parser("reap", help="remove containers and images that dead or expired runs left")

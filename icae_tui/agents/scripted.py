@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 
 from icae_tui.agents.base import AgentContext, AgentError
-from icae_tui.catalog import TaskError, load_solution
+from icae_tui.catalog import TaskError, load_solution, solution_path
 from icae_tui.domain.solution import Ask, RunCommand, Say, Solution, Submit, Write
 from icae_tui.domain.task import Task
 
@@ -21,10 +21,14 @@ class ScriptedAgent:
     def for_task(
         cls, task: Task, solution_name: str, *, pace_s: float | None = None
     ) -> ScriptedAgent:
-        path = Path(task.root) / "solutions" / f"{solution_name}.yaml"
-        if not path.is_file():
+        path = solution_path(Path(task.root), solution_name)
+        if path is None:
             known = ", ".join(task.solutions) or "none"
-            raise AgentError(f"{path}: no such solution for task {task.id} (known: {known})")
+            raise AgentError(
+                f"scripted:{solution_name}: no such solution "
+                f"{task.root}/solutions/{solution_name}.yaml for task {task.id} "
+                f"(solutions are file names in that folder; known: {known})"
+            )
         try:
             solution = load_solution(path)
         except TaskError as err:
