@@ -11,7 +11,13 @@ import yaml
 from textual.widgets import Static
 
 from icae_tui.catalog import load_catalog
-from icae_tui.domain.events import CaseFinished, QuestionAnswered, QuestionAsked, ResponderChanged
+from icae_tui.domain.events import (
+    CaseFinished,
+    PhaseChanged,
+    QuestionAnswered,
+    QuestionAsked,
+    ResponderChanged,
+)
 from icae_tui.ui.app import IcaeApp
 from icae_tui.ui.screens.run import RunScreen
 from icae_tui.ui.screens.run_setup import RunSetupScreen
@@ -162,3 +168,46 @@ async def test_operator_switches_to_human_mid_run_and_back(tmp_path, store):
     report = json.loads((store.artifacts_dir / run_id / "report.json").read_text())
     assert report["interaction"]["by_responder"] == {"simulated": 2, "human": 2}
     assert [t["responder"] for t in report["turns"]] == ["simulated", "human", "human", "simulated"]
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("after_cases", [0, 3, 20])
+async def test_console_cancel_leaves_no_container(bundled_catalog, store, after_cases):
+    """`c`, confirm, while semver's cases run 8 at a time: the console says when it is done
+    and nothing of the run is left on the engine."""
+    from icae_tui.sandbox.engine import connect
+
+    app = IcaeApp(catalog=bundled_catalog, store=store, pace_s=0)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press("enter")  # semver is first in the list
+        await pilot.pause()
+        assert isinstance(app.screen, RunSetupScreen)
+        await pilot.click("#start")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, RunScreen) and screen.run is not None
+        run_id = screen.run.run_id
+
+        def reached() -> bool:
+            events = store.events(run_id)
+            if after_cases == 0:
+                return any(isinstance(e, PhaseChanged) and e.phase == "evaluate" for e in events)
+            return sum(isinstance(e, CaseFinished) for e in events) >= after_cases
+
+        await until(pilot, reached, timeout=300)
+        await pilot.press("c")
+        await pilot.pause()
+        await pilot.click("#yes")
+        await until(pilot, lambda: screen.worker is not None and screen.worker.is_finished, 120)
+        await until(pilot, lambda: "run cancelled" in screen.status_message, 30)
+
+    docker = await connect()
+    try:
+        left = await docker.containers.list(
+            all=True, filters=json.dumps({"label": [f"icae.run={run_id}"]})
+        )
+    finally:
+        await docker.close()
+    assert left == []
+    [row] = [r for r in store.runs() if r.run_id == run_id]
+    assert row.status == "cancelled"
