@@ -20,10 +20,12 @@ from icae_tui.domain.events import (
     BuildChecked,
     CaseFinished,
     Event,
+    EventsDropped,
     PhaseChanged,
     Progress,
     QuestionAnswered,
     QuestionAsked,
+    QuestionsRefused,
     ResponderChanged,
     RunFinished,
     RunStarted,
@@ -67,7 +69,7 @@ class PlainPrinter:
                 for part in ev.text.splitlines():
                     self.line(f"   | {printable(part)}")
             case AgentCommandDone():
-                note = " (timed out)" if ev.timed_out else ""
+                note = f" ({after})" if (after := ev.aftermath()) else ""
                 self.line(f"   exit {ev.exit_code} in {ev.duration_s:.2f}s{note}")
             case QuestionAsked():
                 via = "" if ev.via == "agent" else f" via {ev.via}"
@@ -80,6 +82,14 @@ class PlainPrinter:
                 source = ", ".join(ev.record_ids) or fallback
                 who = ev.responder + (" (edited)" if ev.edited else "")
                 self.line(f"A{ev.question_id} [{who} · {source}]: {printable(ev.text)}")
+            case QuestionsRefused():
+                self.line(f"   {ev.count} more question(s) past the budget (Q{ev.first_id}–Q{ev.last_id},"
+                          f" {ev.chars} characters): refused, counted, not stored one by one")  # fmt: skip
+            case EventsDropped():
+                kinds = ", ".join(f"{k} {n}" for k, n in ev.by_kind.items())
+                when = "in all" if ev.final else "store bound reached"
+                self.line(f"!! {when}: {ev.count} low-value event(s) not stored ({kinds}); bound"
+                          f" {ev.max_events} events / {ev.max_bytes >> 20} MiB")  # fmt: skip
             case ResponderChanged():
                 self.line(f"responder → {ev.mode} (by {ev.by})")
             case AgentSubmitted():
@@ -104,7 +114,8 @@ class PlainPrinter:
     def summary(self, events: list[Event]) -> None:
         m = interaction_metrics(events)
         never = ", ".join(m.never_asked) or "none"
-        self.line(f"interaction: {m.turns}/{m.budget} questions · fallback {_pct(m.fallback_rate)} · "
+        over = f" (+{m.over_budget} over budget)" if m.over_budget else ""
+        self.line(f"interaction: {m.turns}/{m.budget} questions{over} · fallback {_pct(m.fallback_rate)} · "
                   f"coverage {_pct(m.coverage)} ({len(m.covered)} records) · never asked: {never}")  # fmt: skip
 
 

@@ -1,4 +1,10 @@
-"""Reports built from a run's events, so a live run and a stored one give the same file."""
+"""Reports built from a run's events, so a live run and a stored one give the same file.
+
+They inherit the run's bounds (icae_tui.bounds) and say what was not kept: `turns` lists the
+stored questions, `refused_questions` counts the ones past the budget that were not; each
+side of a case lists at most CHANGES_CAP changes, with `changes_total` and `capped_changes`
+giving the true counts; `dropped` counts the trace events past the run's store bound.
+"""
 
 from __future__ import annotations
 
@@ -12,19 +18,23 @@ from icae_tui.domain.events import (
     CaseFinished,
     CasesPlanned,
     Event,
+    EventsDropped,
     QuestionAnswered,
     QuestionAsked,
+    QuestionsRefused,
     RunFinished,
     RunStarted,
     ScoreUpdated,
 )
 from icae_tui.users.metrics import interaction_metrics
 
-REPORT_VERSION = 1
+REPORT_VERSION = 2  # 2: bounded (refused_questions, dropped, capped_changes)
 
 
 def build_report(events: list[Event]) -> dict[str, Any]:
     report: dict[str, Any] = {"version": REPORT_VERSION, "turns": [], "cases": []}
+    report["refused_questions"] = {"count": 0}
+    report["dropped"] = {"count": 0, "payload_bytes": 0, "by_kind": {}}
     questions: dict[int, dict[str, Any]] = {}
     order: dict[str, int] = {}
     for ev in events:
@@ -57,6 +67,14 @@ def build_report(events: list[Event]) -> dict[str, Any]:
                     runner_up=ev.runner_up,
                     latency_s=ev.latency_s,
                 )
+            case QuestionsRefused():  # cumulative: the last one holds the totals
+                report["refused_questions"] = ev.model_dump(
+                    include={"count", "chars", "first_id", "last_id", "sample"}
+                )
+            case EventsDropped():  # cumulative too
+                report["dropped"] = ev.model_dump(
+                    include={"count", "payload_bytes", "by_kind", "max_events", "max_bytes"}
+                )
             case AgentSubmitted():
                 report["submission"] = ev.message
             case BuildChecked():
@@ -77,6 +95,13 @@ def build_report(events: list[Event]) -> dict[str, Any]:
                     report["score"] = ev.score.model_dump(mode="json")
     report["interaction"] = interaction_metrics(events).model_dump()
     report["cases"].sort(key=lambda c: order.get(c["case_id"], len(order)))
+    report["capped_changes"] = [
+        {"case_id": c["case_id"], "side": side, "kept": len(ran["changes"]),
+         "total": ran["changes_total"]}
+        for c in report["cases"]
+        for side in ("oracle", "delivery")
+        if (ran := c.get(side)) and ran.get("changes_total", 0) > len(ran["changes"])
+    ]  # fmt: skip
     report["failed_cases"] = [
         {"case_id": c["case_id"], "verdict": c["verdict"], "reason": c["reason"]}
         for c in report["cases"]

@@ -22,6 +22,7 @@ import aiodocker
 
 from icae_tui.agents.base import AgentError
 from icae_tui.agents.registry import make_agent
+from icae_tui.bounds import RunBound
 from icae_tui.domain.events import (
     AgentCommand,
     AgentCommandDone,
@@ -42,8 +43,16 @@ from icae_tui.domain.events import (
 )
 from icae_tui.domain.results import CaseResult, Score
 from icae_tui.domain.task import Level, Split, Task
-from icae_tui.evaluation.differential import Evaluator, Sides, build_error_result
+from icae_tui.evaluation.differential import (
+    ENGINE_TROUBLE,
+    EngineLost,
+    Evaluator,
+    Sides,
+    build_error_result,
+    raise_if_engine_lost,
+)
 from icae_tui.evaluation.scoring import score
+from icae_tui.evaluation.sides import kill_extras
 from icae_tui.report import write_report
 from icae_tui.sandbox.containers import (
     Container,
@@ -53,6 +62,7 @@ from icae_tui.sandbox.containers import (
     labels_for,
 )
 from icae_tui.sandbox.engine import EngineUnavailable, connect, is_engine_error
+from icae_tui.sandbox.hostview import HostView, process_state
 from icae_tui.sandbox.images import ImageBuildError, ensure_task_images, wrapper_script
 from icae_tui.sandbox.reaper import reap, reap_ask_folders, remove_run_containers
 from icae_tui.store import RunStore
@@ -63,7 +73,12 @@ from icae_tui.users.responders import Desk, Responder, SimulatedUser
 
 log = logging.getLogger(__name__)
 
+SUBMISSION_CHARS = 64 * 1024  # of the agent's final message: always stored, so bounded
 TRACE_CAP_PER_COMMAND = 256 * 1024  # bytes of one command's output shown in the trace
+# What an agent command leaves running counts as settled once unchanged this long (a server
+# started on purpose); a detached fork bomb changes until it hits the pids limit.
+LEFTOVER_SETTLE_S = 0.25
+LEFTOVER_PATIENCE_S = 5.0
 
 Subscriber = Callable[[Event], None]
 
@@ -121,6 +136,7 @@ class Run:
         self._subscribers: list[Subscriber] = []
         self._seq = 0
         self._events: list[Event] = []
+        self._bound = RunBound()  # what this run may store (icae_tui.bounds)
         self.leftovers_removed: list[str] = []  # found by the final sweep: a cleanup bug if any
 
     # --- events -----------------------------------------------------------------------
@@ -129,17 +145,31 @@ class Run:
         self._subscribers.append(callback)
 
     async def emit(self, event: Event) -> None:
+        """Store the event, then show it. Past the run's bound (icae_tui.bounds) low-value
+        events are only counted: one EventsDropped says so at the first, one more gives the
+        totals just before RunFinished. Displays see exactly what is stored."""
         if isinstance(event, PhaseChanged):
             self._phase = event.phase
+        if isinstance(event, RunFinished) and self._bound.dropped:
+            self._publish(self._bound.summary(final=True))
+        if not self._publish(event) and self._bound.dropped == 1:
+            self._publish(self._bound.summary())
+
+    def _publish(self, event: Event) -> bool:
+        """False when the bound drops the event (it then takes no sequence number)."""
+        event.run_id, event.seq, event.ts = self.run_id, self._seq + 1, time.time()
+        payload = event.model_dump_json()
+        if not self._bound.admit(event, len(payload.encode())):
+            return False
         self._seq += 1
-        event.run_id, event.seq, event.ts = self.run_id, self._seq, time.time()
-        self.store.append(event)  # stored before anyone sees it: nothing is lost on a crash
+        self.store.append(event, payload)  # stored before anyone sees it: nothing is lost
         self._events.append(event)
         for callback in self._subscribers:
             try:
                 callback(event)
             except Exception:  # a broken display must not break the run, nor scribble on it
                 log.exception("event subscriber %r failed on %s", callback, type(event).__name__)
+        return True
 
     # --- commands from displays ---------------------------------------------------------
 
@@ -281,8 +311,10 @@ class Run:
 
         await self.emit(PhaseChanged(phase="generate", detail=agent.name))
         delivery_image = f"icae-delivery-{task.id}:{self.run_id}"
-        channel = ClarificationChannel(self.desk, self.budget, self.emit)
-        async with serving(channel, task.id) as ask_server:
+        async with (
+            ClarificationChannel(self.desk, self.budget, self.emit) as channel,
+            serving(channel, task.id) as ask_server,  # closed first: then the final count
+        ):
             agent_box = await create_container(
                 docker, images.agent, run_id=self.run_id, role="agent",
                 workdir=task.spec.delivery.workspace, binds=[ask_server.bind],
@@ -293,7 +325,7 @@ class Run:
                 )
                 session = _AgentSession(self, agent_box, task.spec.delivery.workspace, channel)
                 final = await agent.build(task.prd[cfg.level], session)
-                await self.emit(AgentSubmitted(message=final))
+                await self.emit(AgentSubmitted(message=final[:SUBMISSION_CHARS]))
 
                 await self.emit(PhaseChanged(phase="freeze", detail=delivery_image))
                 await agent_box.exec(["rm", "-f", "/usr/local/bin/icae-ask"])
@@ -346,10 +378,13 @@ class Run:
 
         await self.emit(PhaseChanged(phase="evaluate", detail=f"{len(refs)} cases"))
         sides = Sides(oracle_image=oracle_image, delivery_image=delivery_image)
-        async with Evaluator(
-            docker, task, sides, run_id=self.run_id, concurrency=cfg.concurrency
-        ) as evaluator:
-            async for result in evaluator.run_cases(refs):
+        async with (
+            Evaluator(docker, task, sides, run_id=self.run_id, concurrency=cfg.concurrency) as ev,
+            # closed here, not whenever it is collected: on any error (EngineLost, a failed
+            # emit) its pending cases are cancelled and awaited before the pools close
+            contextlib.aclosing(ev.run_cases(refs)) as cases,
+        ):
+            async for result in cases:
                 results.append(result)
                 await self.emit(CaseFinished(result=result))
                 await self.emit(ScoreUpdated(score=score(results, planned=len(refs))))
@@ -359,11 +394,24 @@ class Run:
 
     async def _build_gate(self, docker: aiodocker.Docker, image: str) -> BuildChecked:
         spec = self.config.task.spec.delivery
-        box = await create_container(docker, image, run_id=self.run_id, role="build")
-        try:
-            res = await box.exec(spec.build, workdir=spec.workspace, timeout_s=300)
-        finally:
-            await asyncio.shield(box.remove())
+        res: ExecResult | None = None
+        refused = ""
+        for _ in range(2):  # a gate the engine refused is tried once more, in a new container
+            try:
+                box = await create_container(docker, image, run_id=self.run_id, role="build")
+                try:
+                    res = await box.exec(spec.build, workdir=spec.workspace, timeout_s=300)
+                finally:
+                    await asyncio.shield(box.remove())
+                break
+            except ENGINE_TROUBLE as err:  # a bug of ours is no refusal: it fails the run
+                await raise_if_engine_lost(err)
+                refused = f"{type(err).__name__}: {err}"[:300]
+        if res is None:  # refused twice: the delivery (its image, its build) failed the gate
+            reason = f"the engine could not run the build gate: {refused}"
+            event = BuildChecked(ok=False, exit_code=None, reason=reason)
+            await self.emit(event)
+            return event
         out = res.stdout.decode(errors="replace")[-4000:]
         err = res.stderr.decode(errors="replace")[-4000:]
         ok = res.exit_code == 0 and not res.timed_out
@@ -382,6 +430,8 @@ class Run:
 async def _explain_failure(err: Exception, phase: str) -> str:
     """One line a person can act on: was it the engine, a container, or our own bug?"""
     detail = f"{type(err).__name__}: {err}"
+    if isinstance(err, EngineLost):  # the evaluator already probed: no second guess
+        return f"Docker engine lost during {phase}; start it again and re-run ({err})"
     if is_engine_error(err) or isinstance(err, aiodocker.DockerError):
         try:
             probe = await connect(timeout_s=3)
@@ -401,6 +451,44 @@ class _AgentSession:
         self.box = box
         self.workspace = workspace
         self.channel = channel
+        self._view: HostView | None = None
+        self._probed = False
+
+    async def _host_view(self) -> HostView | None:
+        """The agent container's cgroups, seen from the host (None with a remote engine)."""
+        if not self._probed:
+            self._probed = True
+            with contextlib.suppress(aiodocker.DockerError):
+                self._view = HostView.probe(await self.box.raw.show())
+        return self._view
+
+    async def _aftermath(
+        self, view: HostView, before: set[int], hits: int
+    ) -> tuple[bool, int, bool]:
+        """Whether a command hit the pids limit, how many processes it left running, and
+        whether those were killed.
+
+        A detached fork bomb reaches the limit only after its command returned, so what it
+        left is watched until it hits the limit, ends, or stays unchanged for a moment.
+        At the limit no further step could start (the engine's exec fails with 125), so what
+        the command left is killed from the host; processes of earlier steps are kept.
+        Below the limit nothing is killed: an agent may start a server on purpose."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + LEFTOVER_PATIENCE_S
+        alive, since = _alive(view, before), loop.time()
+        while alive and view.pids_limit_hits() == hits:
+            if loop.time() - since >= LEFTOVER_SETTLE_S or loop.time() > deadline:
+                break
+            await asyncio.sleep(0.02)  # the watch's poll interval
+            now = _alive(view, before)
+            if now != alive:
+                alive, since = now, loop.time()
+        capped = view.pids_limit_hits() > hits
+        left = len(_alive(view, before)) if capped else len(alive)
+        killed = False
+        if capped and left:
+            killed = await asyncio.to_thread(kill_extras, view, before)
+        return capped, left, killed
 
     async def say(self, text: str) -> None:
         await self._run.emit(AgentSaid(text=text))
@@ -434,8 +522,14 @@ class _AgentSession:
                 await self._run.emit(AgentOutput(stream=stream, text=text))  # type: ignore[arg-type]
 
         secrets = {k: os.environ[k] for k in self._run.config.secret_env if k in os.environ}
+        view = await self._host_view()
+        before = (view.procs() or set()) if view else set()
+        hits = view.pids_limit_hits() if view else 0
         res = await self.box.exec(
             command, timeout_s=timeout_s, workdir=self.workspace, on_output=on_output, env=secrets
+        )
+        capped, left, killed = (
+            await self._aftermath(view, before, hits) if view else (False, 0, False)
         )
         await self._run.emit(
             AgentCommandDone(
@@ -443,6 +537,15 @@ class _AgentSession:
                 exit_code=res.exit_code,
                 duration_s=round(res.duration_s, 3),
                 timed_out=res.timed_out,
+                pids_capped=capped,
+                left_running=left,
+                killed_left=killed,
             )
         )
         return res
+
+
+def _alive(view: HostView, keep: set[int]) -> frozenset[int]:
+    """Processes in the container's cgroup, other than `keep`, that are not exiting."""
+    procs = (view.procs() or set()) - keep
+    return frozenset(p for p in procs if process_state(p) not in ("Z", "X", ""))

@@ -57,6 +57,12 @@ class RunRow:
     error: str
 
 
+@dataclass(frozen=True)
+class StoreUsage:
+    events: int
+    payload_bytes: int  # the events' JSON; SQLite adds ~100 bytes of row and index to each
+
+
 class RunStore:
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or default_home() / "runs.db"
@@ -87,12 +93,26 @@ class RunStore:
             (run_id, task_id, agent, level, responder, started_at, os.getpid(), this_host()),
         )
 
-    def append(self, event: Event) -> None:
+    def append(self, event: Event, payload: str | None = None) -> int:
+        """Store one event (`payload`: its JSON, when the caller already made it); returns
+        the payload's size in bytes."""
         kind = getattr(event, "kind", type(event).__name__)
+        if payload is None:
+            payload = event.model_dump_json()
         self.db.execute(
             "INSERT INTO events (run_id, seq, ts, kind, payload) VALUES (?, ?, ?, ?, ?)",
-            (event.run_id, event.seq, event.ts, kind, event.model_dump_json()),
+            (event.run_id, event.seq, event.ts, kind, payload),
         )
+        return len(payload.encode())
+
+    def usage(self, run_id: str) -> StoreUsage:
+        """What a run's events take in the store: their number and payload bytes."""
+        events, payload = self.db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(LENGTH(CAST(payload AS BLOB))), 0) FROM events"
+            " WHERE run_id=?",
+            (run_id,),
+        ).fetchone()
+        return StoreUsage(events, payload)
 
     def finish_run(
         self, run_id: str, status: str, finished_at: float, overall: float | None, error: str = ""

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Make a Docker engine answer on this machine: install Debian's docker.io and debootstrap if
-# missing, start dockerd in the background if it is not running, wait for its socket.
+# Make a Docker engine answer on this machine: install Debian's docker.io and debootstrap (and
+# the static tini and busybox the case boxes run) if missing, start dockerd in the background
+# if it is not running, wait for its socket.
 set -euo pipefail
 
 log() { echo "[engine] $*"; }
@@ -12,6 +13,9 @@ need=()
 command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
 command -v docker >/dev/null 2>&1 || need+=(docker.io)
+# Static binaries bind-mounted as every case box's init and keepalive (sandbox/keepalive.py).
+[ -x /usr/bin/tini-static ] || need+=(tini)
+dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
 if [ ${#need[@]} -gt 0 ]; then
   log "installing ${need[*]} (Debian packages)"
   as_root apt-get update -q >/dev/null

@@ -81,6 +81,19 @@ class AgentCommandDone(Event):
     exit_code: int | None
     duration_s: float
     timed_out: bool = False
+    pids_capped: bool = False  # a fork failed at the container's pids limit (a fork bomb?)
+    left_running: int = 0  # processes the command left running when it returned
+    killed_left: bool = False  # at the pids limit: those were killed, so the next step can start
+
+    def aftermath(self) -> str:
+        """What displays show after the exit code: limits hit, processes left running."""
+        notes = ["timed out"] if self.timed_out else []
+        if self.pids_capped:
+            notes.append("hit the process limit (fork bomb?)")
+        if self.left_running:
+            killed = ", killed" if self.killed_left else ""
+            notes.append(f"left {self.left_running} process(es) running{killed}")
+        return " · ".join(notes)
 
 
 class QuestionAsked(Event):
@@ -112,6 +125,34 @@ class QuestionAnswered(Event):
     runner_up: str = ""  # the best record not chosen, with its score in `scores`
     remaining: int = 0
     latency_s: float = 0.0
+
+
+class QuestionsRefused(Event):
+    """Questions past the budget after the first, counted instead of stored one by one (each
+    got the budget-spent reply). Cumulative since the budget was spent: the latest holds the
+    totals; `final` once the channel closed."""
+
+    kind: Literal["questions_refused"] = "questions_refused"
+    count: int
+    chars: int  # of the questions, as received (each clipped to the channel's maximum)
+    first_id: int
+    last_id: int
+    sample: str = ""  # the beginning of the first refused question
+    final: bool = False
+
+
+class EventsDropped(Event):
+    """The run's store bound was reached: low-value events (agent trace, progress, refused
+    questions) are counted from then on, neither stored nor shown. Cumulative: one is stored
+    at the first drop, the last (`final`) just before RunFinished holds the run's totals."""
+
+    kind: Literal["events_dropped"] = "events_dropped"
+    count: int
+    payload_bytes: int  # their JSON size
+    by_kind: dict[str, int] = Field(default_factory=dict)
+    max_events: int  # the bound that was reached
+    max_bytes: int
+    final: bool = False
 
 
 class ResponderChanged(Event):
@@ -168,6 +209,8 @@ AnyEvent = Annotated[
     | AgentCommandDone
     | QuestionAsked
     | QuestionAnswered
+    | QuestionsRefused
+    | EventsDropped
     | ResponderChanged
     | AgentSubmitted
     | BuildChecked

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class Verdict(StrEnum):
@@ -56,8 +56,17 @@ class SideRun(BaseModel):
     pids_capped: bool = False  # a fork failed at the pids limit
     overflowed: bool = False
     duration_s: float = 0.0
-    changes: list[FileChange] = Field(default_factory=list)
+    left_running: int = 0  # processes still running after the command ended (then killed)
+    changes: list[FileChange] = Field(default_factory=list)  # at most sidefx.CHANGES_CAP kept
+    changes_total: int = 0  # every effective change found, kept or not
+    changes_sha256: str = ""  # sidefx.changes_digest of all of them: compared past the cap
     state: Literal["fresh", "reused", "fallback"] = "fresh"
+
+    @model_validator(mode="after")
+    def _count_kept(self) -> SideRun:
+        # Results recorded before the cap (or built by hand) kept every change.
+        self.changes_total = max(self.changes_total, len(self.changes))
+        return self
 
 
 class CaseResult(BaseModel):

@@ -9,36 +9,57 @@ bound sized to the machine. Then the comparison ladder gives one verdict per cas
   effects) → EM (stdout, whitespace-normalised) → stderr (same normalisation)
 
 FM (normalised similarity ≥ threshold) is reported beside EM.
+
+A side the engine could not run or inspect (a DockerError, a sandbox error) is retried once,
+alone; failing again it is that case's verdict, never the run's: the delivery's failure
+(counted) or, when only the oracle's side failed, an oracle error. Only a lost engine
+(EngineLost: a fresh connection is refused) ends the run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 import aiodocker
+import aiohttp
 
 from icae_tui.domain.results import CaseResult, SideRun, Verdict
 from icae_tui.domain.task import CaseRef, Task
 from icae_tui.evaluation.compare import exact_match, fuzzy_score
-from icae_tui.evaluation.sidefx import layer_diff, to_file_changes
+from icae_tui.evaluation.sidefx import to_file_changes
 from icae_tui.evaluation.sides import (
     Box,
     SidePool,
     fallback_diff,
     fallback_snapshot,
+    hold_still,
+    host_effects,
+    host_snapshot,
+    left_running,
     settles,
+    walk_work,
     write_fixtures,
 )
 from icae_tui.sandbox.containers import ExecResult
-from icae_tui.sandbox.hostview import walk_tree
+from icae_tui.sandbox.engine import EngineUnavailable, connect
+from icae_tui.sandbox.hostview import Entry
 
 DISPLAY_CAP = 64 * 1024  # characters of each stream kept in results and reports
 COMPARE_CAP = 4 * 1024 * 1024  # bytes of each stream kept for comparison
 OUTPUT_LIMIT = 64 * 1024 * 1024  # both streams together; past this the case is stopped
+
+
+log = logging.getLogger(__name__)
+
+
+class EngineLost(RuntimeError):
+    """The engine itself is gone (not one case's trouble): the run cannot go on."""
 
 
 @dataclass(frozen=True)
@@ -80,19 +101,24 @@ async def run_on(pool: SidePool, task: Task, ref: CaseRef) -> _SideOutcome:
     state = "fallback" if view is None else ("reused" if box.cases_served else "fresh")
     res: ExecResult | None = None
     after = None
-    before_work: dict = {}
+    before_work: dict[str, Entry] = {}
+    before_states = box.base_states
+    left = 0
     try:
-        if ref.case.files and box.work_root is not None:
-            await asyncio.to_thread(write_fixtures, box.work_root, ref.case.files)
+        # Every host-side walk and hash runs in a thread: never on the event loop.
+        if ref.case.files and view is not None:
+            await asyncio.to_thread(write_fixtures, box, ref.case.files)
         elif ref.case.files:
             await c.put_files({f"{workdir}/{p}": t.encode() for p, t in ref.case.files.items()})
         if ref.case.prep:
             await c.exec(ref.case.prep, workdir=workdir, timeout_s=30)
         touched = bool(ref.case.files or ref.case.prep)
-        if box.work_root is not None and touched:
-            before_work = walk_tree(box.work_root, workdir)
+        if view is not None and touched:
+            before_work = await asyncio.to_thread(walk_work, box, workdir)
         if view is not None:
-            before = view.layer() if ref.case.prep else box.pristine
+            before = box.pristine
+            if ref.case.prep:
+                before, before_states = await asyncio.to_thread(host_snapshot, box)
         elif not touched and box.baseline is not None:
             before = box.baseline
         else:
@@ -104,16 +130,16 @@ async def run_on(pool: SidePool, task: Task, ref: CaseRef) -> _SideOutcome:
         pids_capped = False
         if view is not None:
             if not box.base_procs or not await settles(view, box.base_procs):
-                # Something still runs: freeze it, so nothing changes the layer (or swaps a
-                # path for a symlink) while we walk it. The box is discarded afterwards.
+                # Something still runs: count it, then hold it still so nothing changes what
+                # we walk. The box is discarded afterwards.
                 box.lingering = True
-                await c.raw.pause()
+                left = left_running(view, box.base_procs or {box.init_pid})
+                await hold_still(box)
             oom = view.oom_kills() > box.base_oom
             pids_capped = view.pids_limit_hits() > box.base_pid_hits
-            after = view.layer()
-            diff = layer_diff(view, before, after)
-            if box.work_root is not None:  # the tmpfs work directory: a plain before/after
-                diff |= fallback_diff(before_work, walk_tree(box.work_root, workdir))
+            after, diff = await asyncio.to_thread(
+                host_effects, box, workdir, before, before_states, before_work
+            )
         else:
             oom = (
                 res.exit_code == 137 and not res.timed_out and await _oom_killed(pool.docker, c.id)
@@ -142,7 +168,10 @@ async def run_on(pool: SidePool, task: Task, ref: CaseRef) -> _SideOutcome:
         pids_capped=pids_capped,
         overflowed=res.overflowed,
         duration_s=round(res.duration_s, 4),
+        left_running=left,
         changes=changes,
+        changes_total=changes.total,
+        changes_sha256=changes.sha256,
         state=state,  # type: ignore[arg-type]
     )
     return _SideOutcome(side, res.stdout)
@@ -164,6 +193,8 @@ def _same_stdout(oracle: _SideOutcome, delivery: _SideOutcome) -> bool:
 
 
 def _same_effects(a: SideRun, b: SideRun) -> bool:
+    if a.changes_sha256 and b.changes_sha256:  # digests of all changes, kept or past the cap
+        return a.changes_sha256 == b.changes_sha256
     key = lambda r: sorted((c.path, c.change, c.type, c.sha256, c.target) for c in r.changes)  # noqa: E731
     return key(a) == key(b)
 
@@ -184,6 +215,15 @@ def _effects_reason(oracle: SideRun, delivery: SideRun) -> str:
 
 
 def judge(task: Task, ref: CaseRef, oracle: _SideOutcome, delivery: _SideOutcome) -> CaseResult:
+    """The ladder's verdict; processes the delivery left running are noted in the reason."""
+    result = _ladder(task, ref, oracle, delivery)
+    left = delivery.run.left_running
+    if left > 0:  # noted whatever the verdict: an accepted case stays accepted, but says so
+        result.reason += f"; left {left} process(es) running"
+    return result
+
+
+def _ladder(task: Task, ref: CaseRef, oracle: _SideOutcome, delivery: _SideOutcome) -> CaseResult:
     command, _ = invocation(task, ref)
     o, d = oracle.run, delivery.run
     base = dict(
@@ -256,6 +296,100 @@ def _oracle_agrees(a: _SideOutcome, b: _SideOutcome) -> bool:
     )
 
 
+# What the engine or a container can do to one side of a case (a refused or failed call, a
+# container gone, a freeze that did not take). Anything else is a bug of ours and must not
+# be turned into a verdict against the agent.
+ENGINE_TROUBLE = (aiodocker.DockerError, aiohttp.ClientError, OSError, RuntimeError, TimeoutError)
+
+
+@dataclass
+class _SideFault:
+    """A side whose case the engine could not run or inspect (the engine itself answers)."""
+
+    error: Exception
+
+    def __str__(self) -> str:
+        return f"{type(self.error).__name__}: {self.error}"[:300]
+
+
+_Attempt = _SideOutcome | _SideFault
+
+
+async def raise_if_engine_lost(err: Exception) -> None:
+    """EngineLost when the engine no longer answers a fresh connection; else nothing: `err`
+    was one case's (or one container's) trouble, and that case fails or is retried."""
+    try:
+        probe = await connect()
+    except EngineUnavailable as gone:
+        raise EngineLost(f"{gone} (the last call: {type(err).__name__}: {err})") from err
+    with contextlib.suppress(Exception):
+        await probe.close()
+
+
+class _Turns:
+    """Cases take shared turns; a retry takes the only turn, once what runs has finished, so
+    that a neighbour (a fork bomb starving the engine) cannot make it fail again."""
+
+    def __init__(self) -> None:
+        self._cond = asyncio.Condition()
+        self._shared = 0
+        self._exclusive = False
+        self._waiting = 0  # exclusive turns asked for: no new shared turn starts meanwhile
+
+    @contextlib.asynccontextmanager
+    async def shared(self) -> AsyncIterator[None]:
+        async with self._cond:
+            await self._cond.wait_for(lambda: not self._exclusive and not self._waiting)
+            self._shared += 1
+        try:
+            yield
+        finally:
+            async with self._cond:
+                self._shared -= 1
+                self._cond.notify_all()
+
+    @contextlib.asynccontextmanager
+    async def exclusive(self) -> AsyncIterator[None]:
+        async with self._cond:
+            self._waiting += 1
+            try:
+                await self._cond.wait_for(lambda: not self._exclusive and not self._shared)
+            finally:
+                self._waiting -= 1
+            self._exclusive = True
+        try:
+            yield
+        finally:
+            async with self._cond:
+                self._exclusive = False
+                self._cond.notify_all()
+
+
+def fault_result(
+    task: Task,
+    ref: CaseRef,
+    oracles: Sequence[_Attempt],
+    delivery: _Attempt,
+) -> CaseResult:
+    """A case that failed on a side twice, the second time with nothing else running.
+
+    The delivery's fault counts against it even when the oracle failed too: an agent must
+    not turn its failing cases into uncounted ones by breaking the engine."""
+    command, _ = invocation(task, ref)
+    oracle_run = next((o.run for o in oracles if isinstance(o, _SideOutcome)), None)
+    base = dict(case_id=ref.id, split=ref.split.value, pattern=ref.pattern, command=command)
+    if isinstance(delivery, _SideFault):
+        return CaseResult(
+            **base, verdict=Verdict.RUNTIME_ERROR, oracle=oracle_run,
+            reason=f"the engine could not run or inspect this case: {delivery}",
+        )  # fmt: skip
+    fault = next(o for o in oracles if isinstance(o, _SideFault))
+    return CaseResult(
+        **base, verdict=Verdict.ORACLE_ERROR, oracle=oracle_run, delivery=delivery.run,
+        reason=f"the engine could not run or inspect the oracle's side: {fault}; not counted",
+    )  # fmt: skip
+
+
 class Evaluator:
     """Pools for both sides; use as `async with Evaluator(...) as ev`."""
 
@@ -278,6 +412,7 @@ class Evaluator:
         )
         self.oracle = SidePool(docker, sides.oracle_image, role="oracle", **common)  # type: ignore[arg-type]
         self.delivery = SidePool(docker, sides.delivery_image, role="delivery", **common)  # type: ignore[arg-type]
+        self._turns = _Turns()
 
     async def __aenter__(self) -> Evaluator:
         await self.oracle.start()
@@ -288,8 +423,43 @@ class Evaluator:
         await asyncio.shield(asyncio.gather(self.oracle.close(), self.delivery.close()))
 
     async def run_case(self, ref: CaseRef) -> CaseResult:
-        runs = [run_on(self.oracle, self.task, ref) for _ in range(self.oracle_runs)]
-        *oracles, delivery = await asyncio.gather(*runs, run_on(self.delivery, self.task, ref))
+        """One case, both sides. A side the engine could not run is retried once, alone and
+        in a fresh box; only a lost engine (EngineLost) ends the run."""
+        pools = [self.oracle] * self.oracle_runs + [self.delivery]
+        async with self._turns.shared():
+            attempts = await self._attempt(ref, pools)
+        failed = [i for i, a in enumerate(attempts) if isinstance(a, _SideFault)]
+        if failed:
+            async with self._turns.exclusive():
+                retried = await self._attempt(ref, [pools[i] for i in failed])
+            for i, again in zip(failed, retried, strict=True):
+                attempts[i] = again
+        *oracles, delivery = attempts
+        if any(isinstance(a, _SideFault) for a in attempts):
+            return fault_result(self.task, ref, oracles, delivery)
+        return self._judged(ref, oracles, delivery)  # type: ignore[arg-type]
+
+    async def _attempt(self, ref: CaseRef, pools: list[SidePool]) -> list[_Attempt]:
+        sides = [asyncio.ensure_future(self._side(pool, ref)) for pool in pools]
+        try:
+            return list(await asyncio.gather(*sides))
+        finally:  # on EngineLost (or cancel) the other sides stop and are awaited
+            for side in sides:
+                side.cancel()
+            await asyncio.gather(*sides, return_exceptions=True)
+
+    async def _side(self, pool: SidePool, ref: CaseRef) -> _Attempt:
+        try:
+            return await run_on(pool, self.task, ref)
+        except ENGINE_TROUBLE as err:  # not our own bugs: those fail the run, loudly
+            await raise_if_engine_lost(err)
+            log.warning("%s side of %s failed: %s: %s", pool.role, ref.id, type(err).__name__, err)
+            log.debug("the failure in full", exc_info=err)
+            return _SideFault(err)
+
+    def _judged(
+        self, ref: CaseRef, oracles: list[_SideOutcome], delivery: _SideOutcome
+    ) -> CaseResult:
         if any(not _oracle_agrees(oracles[0], other) for other in oracles[1:]):
             command, _ = invocation(self.task, ref)
             return CaseResult(

@@ -12,25 +12,27 @@ reported relative to it, the rest absolute.
 from __future__ import annotations
 
 import fnmatch
-import os
+import hashlib
 from collections.abc import Iterable
 
 from icae_tui.domain.results import FileChange
-from icae_tui.sandbox.hostview import ENGINE_NOISE, Entry, HostView, _entry
+from icae_tui.sandbox.hostview import ENGINE_NOISE, Budget, Entry, HostView
 
 DEFAULT_IGNORE = ("*/__pycache__", "*/__pycache__/*", "*.pyc")
+# Changes kept per side and case. A delivery that creates files until its timeout finds
+# 10⁵ of them per case; past the cap they are counted and digested, not listed. 200 entries
+# are ~40 KiB of JSON with 30-character paths: enough to show what happened, small enough
+# that a flood of cases cannot swell the store or the report.
+CHANGES_CAP = 200
+# Bytes of JSON of the kept entries: long paths (deep trees have no length limit) fill it
+# before CHANGES_CAP does.
+CHANGES_JSON_CAP = 64 * 1024
 
 
-def _lower_entry(view: HostView, path: str) -> Entry | None:
-    rel = path.lstrip("/")
-    for lower in view.lowers:
-        full = lower / rel
-        try:
-            st = os.lstat(full)
-        except OSError:
-            continue
-        return _entry(str(full), st, hash_files=True)
-    return None
+def _lower_entry(view: HostView, path: str, budget: Budget) -> Entry | None:
+    """What the image had at `path`: looked up in its layers as overlayfs merges them,
+    never through a link the image holds (see `hostview.lower_lookup`)."""
+    return view.lower_entry(path, budget)
 
 
 def layer_diff(
@@ -38,6 +40,7 @@ def layer_diff(
 ) -> dict[str, tuple[str, Entry]]:
     """path → (added|modified|deleted, entry after) for every effective change."""
     out: dict[str, tuple[str, Entry]] = {}
+    budget = Budget()  # one hashing budget for all the image files this diff looks at
     for path in sorted(before.keys() | after.keys()):
         old, new = before.get(path), after.get(path)
         if old == new:
@@ -53,7 +56,7 @@ def layer_diff(
             continue
         base = old if old is not None and old[0] != "deleted" else None
         if base is None and old is None:
-            base = _lower_entry(view, path)
+            base = _lower_entry(view, path, budget)
         if base is None:
             out[path] = ("added", new)
         elif new[0] == "dir" and base[0] == "dir":
@@ -73,23 +76,69 @@ def _display_path(path: str, workdir: str) -> str:
     return path[len(prefix) :] if path.startswith(prefix) else path
 
 
+class FileChanges(list[FileChange]):
+    """The changes kept for the record, with the count and the digest of all of them."""
+
+    def __init__(self, kept: Iterable[FileChange] = (), *, total: int = 0, sha256: str = ""):
+        super().__init__(kept)
+        self.total = total
+        self.sha256 = sha256
+
+
+# What comparison looks at: path, change, type, content digest, link target (the size is
+# implied by the content digest).
+_EffectKey = tuple[str, str, str, str, str]
+
+
+def _digest(keys: Iterable[_EffectKey]) -> str:
+    h = hashlib.sha256()
+    for key in sorted(keys):
+        # Every field NUL-terminated (no path or target holds a NUL): unambiguous.
+        h.update("".join(f + "\0" for f in key).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
+def changes_digest(changes: Iterable[FileChange]) -> str:
+    """sha256 of every change's effect key in sorted order: two sides with the same changes,
+    however many, have the same digest, whatever was kept of them."""
+    return _digest((c.path, c.change, c.type, c.sha256, c.target) for c in changes)
+
+
+def _readable(name: str) -> str:
+    """A file name as text: bytes that are not UTF-8 (surrogate-escaped by `os`) become
+    `\\xNN`, the same on both sides, so such a name can be stored, shown and compared."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def to_file_changes(
     diff: dict[str, tuple[str, Entry]], *, workdir: str, ignore: Iterable[str] = ()
-) -> list[FileChange]:
+) -> FileChanges:
+    """The effective changes, work directory first then by path (the task's own files lead,
+    and the same set always keeps the same entries); at most CHANGES_CAP entries and
+    CHANGES_JSON_CAP bytes of them are kept, `total` and `sha256` cover them all."""
     globs = (*DEFAULT_IGNORE, *ignore)
-    changes = []
-    for path, (kind, (etype, _mode, size, digest, target)) in sorted(diff.items()):
+    rows: list[tuple[str, str, str, str, str, int]] = []  # the effect key, then the size
+    for path, (kind, (etype, _mode, size, digest, target)) in diff.items():
         if _ignored(path, globs) or path == workdir.rstrip("/"):
             continue
         deleted = kind == "deleted"
-        changes.append(
-            FileChange(
-                path=_display_path(path, workdir),
-                change=kind,  # type: ignore[arg-type]
-                type=etype if etype in ("file", "dir", "link") else "other",  # type: ignore[arg-type]
-                sha256="" if deleted or etype == "dir" else digest,
-                size=0 if deleted else size,
-                target="" if deleted else target,
-            )
-        )
-    return changes
+        rows.append((
+            _readable(_display_path(path, workdir)),
+            kind,
+            etype if etype in ("file", "dir", "link") else "other",
+            "" if deleted or etype == "dir" else digest,
+            "" if deleted else _readable(target),
+            0 if deleted else size,
+        ))  # fmt: skip
+    # work-directory paths (relative) before absolute ones, then by path
+    rows.sort(key=lambda r: (r[0].startswith("/"), r[0]))
+    kept: list[FileChange] = []
+    room = CHANGES_JSON_CAP
+    for path, kind, etype, digest, target, size in rows[:CHANGES_CAP]:
+        change = FileChange(path=path, change=kind, type=etype, sha256=digest, size=size,  # type: ignore[arg-type]
+                            target=target)  # fmt: skip
+        room -= len(change.model_dump_json().encode())
+        if room < 0:
+            break
+        kept.append(change)
+    return FileChanges(kept, total=len(rows), sha256=_digest(r[:5] for r in rows))

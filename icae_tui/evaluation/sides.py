@@ -3,13 +3,17 @@
 Every case gets a fresh state, the whole container, never one folder. Creating one costs
 ~0.3 s here, so the pool pre-starts containers in the background, and — with a local engine
 — a container that is *provably untouched* after a case serves the next one: its writable
-layer equals the pristine one taken at start, no process was left behind (pids cgroup),
-`/dev`, `/dev/shm` and `/dev/mqueue` list the same names, and no SysV IPC object exists.
-Anything else is discarded (removal kills whatever still runs) and replaced from the pool.
+layer equals the pristine one taken at start; the processes are exactly its own init and
+keepalive (the same processes, running the same host binaries: see `sandbox.keepalive`);
+everything under `/dev` (with `/dev/shm` and `/dev/mqueue`) and `/etc/hostname`, `/etc/hosts`
+and `/etc/resolv.conf` (the engine binds its own files there) have the same names, modes,
+owners, device numbers and contents; and no SysV IPC object exists. Anything else is discarded (removal kills whatever
+still runs) and replaced from the pool.
 
 With a local engine the work directory (fixtures, most side effects) is a tmpfs, written
-and read from the host through `/proc/<pid>/root`, and emptied between cases: a case that
-only touched its work directory leaves a container that can still be proven fresh.
+and read from the host through `/proc/<pid>/root` (looked up as the container would, never
+through a link to the host), and emptied between cases: a case that only touched its work
+directory leaves a container that can still be proven fresh.
 
 Remote engines have no host view: each case takes a new container and side effects come
 from the engine's `/changes` plus an in-container manifest — slower, equally correct.
@@ -23,16 +27,33 @@ import json
 import logging
 import os
 import shutil
+import signal
 import stat
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Literal
 
 import aiodocker
 
+from icae_tui.evaluation.sidefx import layer_diff
 from icae_tui.sandbox.containers import Container, ExecResult, Limits, create_container
-from icae_tui.sandbox.hostview import Entry, HostView, process_state
+from icae_tui.sandbox.hostview import (
+    Entry,
+    HostView,
+    State,
+    dir_identity,
+    exe_identity,
+    open_container_root,
+    open_in_root,
+    process_parent,
+    process_start,
+    process_state,
+    state_of,
+    walk_states,
+)
+from icae_tui.sandbox.keepalive import KEEPALIVE_DIR, host_keepalive
 
 log = logging.getLogger(__name__)
 
@@ -41,41 +62,155 @@ CASE_LIMITS = Limits(ttl_s=1800)
 WORKDIR_TMPFS = "rw,exec,nosuid,nodev,size=256m,mode=755"
 
 
-def _identity(path: Path) -> tuple[int, int, int, tuple[str, ...]]:
-    st = os.lstat(path)
-    return (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid, tuple(sorted(os.listxattr(path))))
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# Under /dev: our read-only keepalive folder is listed, never walked (it cannot change).
+DEV_SKIP = frozenset({KEEPALIVE_DIR})
+WorkIdentity = tuple[int, int, int, int, int, tuple[str, ...]]  # dev, ino, mode, uid, gid, xattrs
 
 
-def write_fixtures(root: Path, files: dict[str, str]) -> None:
-    """Fixtures straight into the tmpfs work directory (nothing runs in the container)."""
-    for rel, text in files.items():
-        target = root / rel
-        parent = root
-        for part in Path(rel).parent.parts:  # create parents one by one, never through a link
-            parent = parent / part
-            if not parent.is_dir() or parent.is_symlink():
-                os.mkdir(parent, 0o755)
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-        with os.fdopen(fd, "wb") as f:
-            f.write(text.encode())
-        os.chmod(target, 0o644, follow_symlinks=False)
+def _work_identity(fd: int) -> WorkIdentity:
+    st = os.fstat(fd)
+    with _reopen(fd) as rfd:
+        xattrs = tuple(sorted(os.listxattr(rfd)))
+    return (st.st_dev, st.st_ino, stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid, xattrs)
+
+
+@contextlib.contextmanager
+def _reopen(fd: int) -> Iterator[int]:
+    """A readable descriptor of the directory `fd` (an O_PATH one) names."""
+    rfd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=fd)
+    try:
+        yield rfd
+    finally:
+        os.close(rfd)
+
+
+class ContainerGone(RuntimeError):
+    """The container's init is gone (the container stopped or was removed)."""
+
+
+@contextlib.contextmanager
+def in_container(box: Box, path: str) -> Iterator[int]:
+    """An O_PATH descriptor of directory `path` as the box's container sees it, looked up
+    from its root without ever leaving it (see `hostview.open_in_root`)."""
+    try:
+        root = open_container_root(box.init_pid, box.root_identity)
+    except OSError as err:
+        raise ContainerGone(f"container {box.container.id[:12]}: {err}") from None
+    try:
+        fd = open_in_root(root, path)
+    finally:
+        os.close(root)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def work_dir(box: Box) -> Iterator[int]:
+    """The box's tmpfs work directory, checked to be the very tmpfs found at start."""
+    if box.work_path is None or box.work_identity is None:
+        raise OSError("this box has no tmpfs work directory")
+    with in_container(box, box.work_path) as fd:
+        if dir_identity(fd) != box.work_identity[:2]:
+            raise OSError(f"{box.work_path} is no longer the work directory's tmpfs")
+        yield fd
+
+
+def write_fixtures(box: Box, files: dict[str, str]) -> None:
+    """Fixtures straight into the tmpfs work directory (nothing runs in the container).
+    Every parent is created and opened relative to the one before it, never through a link."""
+    with work_dir(box) as root:
+        for rel, text in files.items():
+            parts = PurePosixPath(rel).parts
+            if not parts or PurePosixPath(rel).is_absolute() or ".." in parts:
+                raise ValueError(f"fixture path {rel!r} leaves the work directory")
+            with _reopen(root) as top:
+                dfd = os.dup(top)
+            try:
+                for part in parts[:-1]:
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(part, 0o755, dir_fd=dfd)
+                    sub = os.open(part, _DIR, dir_fd=dfd)
+                    os.close(dfd)
+                    dfd = sub
+                flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+                fd = os.open(parts[-1], flags, 0o644, dir_fd=dfd)
+                with os.fdopen(fd, "wb") as f:
+                    f.write(text.encode())
+                    os.fchmod(f.fileno(), 0o644)
+            finally:
+                os.close(dfd)
+
+
+def walk_work(box: Box, workdir: str) -> dict[str, Entry]:
+    """The work directory's entries, keyed by container path. If it cannot be found where
+    it was (a case cannot move a mount point, but can move a folder above it), one entry
+    says so. ContainerGone when the container is."""
+    try:
+        with work_dir(box) as fd:
+            return {p: s[0] for p, s in walk_states(fd, workdir).items()}
+    except OSError:
+        return {f"{workdir.rstrip('/')}/<unreachable>": ("other", 0, 0, "unreachable", "")}
 
 
 def reset_workdir(box: Box) -> bool:
     """Empty the work directory and prove it is as it started. Runs with nothing running
     in the container, so nothing can race it; symlinks are removed, never followed."""
-    root = box.work_root
-    if root is None:
+    if box.work_path is None:
         return False
     try:
-        for entry in os.scandir(root):
-            if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path)
-            else:
-                os.unlink(entry.path)
-        return not os.listdir(root) and _identity(root) == box.work_identity
-    except OSError:
+        with work_dir(box) as fd, _reopen(fd) as root:
+            for entry in os.scandir(root):
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.name, dir_fd=root)
+                else:
+                    os.unlink(entry.name, dir_fd=root)
+            return not os.listdir(root) and _work_identity(fd) == box.work_identity
+    except (OSError, ContainerGone):
         return False
+
+
+def dev_states(box: Box) -> dict[str, State]:
+    """`/dev` as the container sees it, with `/dev/shm` and `/dev/mqueue` mounted in it:
+    every name with its mode, owner, device number and (files) content."""
+    with in_container(box, "/dev") as fd:
+        return walk_states(fd, "/dev", skip=DEV_SKIP, include_root=True)
+
+
+# The engine binds its own files over these (/etc/hostname at least: with the network
+# disabled it leaves the image's hosts and resolv.conf): a write to them goes to the host,
+# outside the writable layer. Read as the container sees them, whatever is mounted there.
+ETC_FILES = ("hostname", "hosts", "resolv.conf")
+_UNREACHABLE: State = (("other", 0, 0, "unreachable", ""), 0, 0, 0)
+
+
+def etc_states(box: Box) -> dict[str, State]:
+    assert box.view is not None
+    out: dict[str, State] = {}
+    with in_container(box, "/etc") as fd:
+        for name in ETC_FILES:
+            state = state_of(fd, name, rename=box.view.hostname)
+            if state is not None:
+                out[f"/etc/{name}"] = state
+    return out
+
+
+def container_states(box: Box) -> dict[str, State]:
+    """What a next case could see outside the writable layer and the work directory:
+    `/dev` and the /etc files the engine binds."""
+    out: dict[str, State] = {}
+    for what, states in (("/dev", dev_states), ("/etc", etc_states)):
+        try:
+            out |= states(box)
+        except OSError:
+            out[f"{what}/<unreachable>"] = _UNREACHABLE
+    return out
+
+
+def entries(states: dict[str, State]) -> dict[str, Entry]:
+    return {p: s[0] for p, s in states.items()}
 
 
 _MANIFEST_PY = r"""
@@ -118,23 +253,62 @@ class Box:
     base_procs: set[int] = field(default_factory=set)
     base_oom: int = 0
     base_pid_hits: int = 0
-    base_dev: tuple[frozenset[str], ...] = ()
+    base_states: dict[str, State] = field(default_factory=dict)  # /dev and /etc mounts
+    base_ident: frozenset[ProcIdentity] = frozenset()  # init and keepalive, for good
+    trusted_keepalive: bool = False  # init and keepalive are our host binaries
     baseline: dict[str, Entry] | None = None  # fallback path: changes right after start
     lingering: bool = False  # the last case left a process running (the box was frozen)
-    work_root: Path | None = None  # fast path: the tmpfs work directory, seen from the host
-    work_identity: tuple[int, int, int, tuple[str, ...]] | None = None  # its mode, owner, xattrs
+    root_identity: tuple[int, int] | None = None  # the container's root, as seen at start
+    work_path: str | None = None  # fast path: the tmpfs work directory, in the container
+    work_identity: WorkIdentity | None = None  # its device, inode, mode, owner, xattrs
     cases_served: int = 0
 
 
-def _dev_listing(pid: int) -> tuple[frozenset[str], ...]:
-    root = f"/proc/{pid}/root/dev"
-    out = []
-    for sub in ("", "/shm", "/mqueue"):
+ProcIdentity = tuple[int, int | None, tuple[int, int] | None]  # pid, start time, exe
+
+
+def proc_identity(pids: set[int]) -> frozenset[ProcIdentity]:
+    """Who runs, for good: a pid with its start time names one process, and its exe names
+    what it runs (a process chooses its own name, never its exe)."""
+    return frozenset((p, process_start(p), exe_identity(p)) for p in pids)
+
+
+def left_running(view: HostView, base: set[int]) -> int:
+    """Processes other than the container's own that are alive (not zombies)."""
+    extra = (view.procs() or set()) - base
+    return sum(process_state(p) not in ("Z", "X", "") for p in extra)
+
+
+def kill_extras(view: HostView, keep: set[int], *, rounds: int = 500) -> bool:
+    """SIGKILL, from the host, every process in the container's cgroup but `keep`, until
+    none is left alive (a fork bomb refills the cgroup while we kill); bounded.
+
+    A pid read from cgroup.procs may be gone and reused by a host process by the time we
+    signal it, so each is signalled through a pidfd, and only if its pid is still listed
+    in the cgroup after the pidfd was opened: the pidfd then names a process of the cgroup.
+    """
+    for _ in range(rounds):
+        procs = view.procs()
+        if procs is None:
+            return False
+        extra = {p for p in procs - keep if process_state(p) not in ("Z", "X", "")}
+        if not extra:
+            return True
+        fds: dict[int, int] = {}
+        for pid in extra:
+            with contextlib.suppress(OSError):
+                fds[pid] = os.pidfd_open(pid)
         try:
-            out.append(frozenset(os.listdir(root + sub)))
-        except OSError:
-            out.append(frozenset({"<unreadable>"}))
-    return tuple(out)
+            listed = view.procs() or set()
+            for pid, fd in fds.items():
+                if pid in listed:
+                    with contextlib.suppress(OSError):
+                        signal.pidfd_send_signal(fd, signal.SIGKILL)
+        finally:
+            for fd in fds.values():
+                os.close(fd)
+        time.sleep(0.002)  # let the dying exit before the next look
+    return False
 
 
 _libc = None
@@ -221,22 +395,82 @@ async def settles(view: HostView, base: set[int], *, patience_s: float = 3.0) ->
         delay = min(delay * 2, 0.1)
 
 
-async def _keepalive_procs(view: HostView, init_pid: int, *, wait_s: float = 5.0) -> set[int]:
-    """The container's own processes — its init and the `sleep <ttl>` it starts — once the
-    sleep runs. Taken too early (init not yet forked), every case would look dirty."""
+def _binary_identities(folder: Path) -> tuple[tuple[int, int], tuple[int, int]]:
+    init, busybox = os.stat(folder / "init"), os.stat(folder / "busybox")
+    return (init.st_dev, init.st_ino), (busybox.st_dev, busybox.st_ino)
+
+
+async def _keepalive_procs(
+    view: HostView, init_pid: int, keepalive: Path | None, *, wait_s: float = 5.0
+) -> tuple[set[int], bool]:
+    """The container's own processes — its init and the keepalive it starts — once the
+    keepalive runs (taken too early, every case would look dirty), and whether they are
+    provably ours: both run our host binaries (by exe device and inode, not by name) and
+    the keepalive is the init's child. Without `keepalive` they are told by count only."""
+    expected = _binary_identities(keepalive) if keepalive is not None else None
     deadline = time.monotonic() + wait_s
     while True:
         procs = view.procs() or set()
-        for pid in procs - {init_pid}:
-            try:
-                argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0]
-            except OSError:
-                continue
-            if argv0 == b"sleep" and len(procs) == 2:
-                return procs
+        others = procs - {init_pid}
+        if len(procs) == 2 and init_pid in procs:
+            (child,) = others
+            if expected is None:
+                return procs, False
+            if (
+                exe_identity(init_pid) == expected[0]
+                and exe_identity(child) == expected[1]
+                and process_parent(child) == init_pid
+            ):
+                return procs, True
         if time.monotonic() > deadline:
-            return procs  # odd, but then the box is simply never reused
+            return procs, False  # odd, but then the box is simply never reused
         await asyncio.sleep(0.005)
+
+
+def host_snapshot(box: Box) -> tuple[dict[str, Entry], dict[str, State]]:
+    """The writable layer, `/dev` and the /etc mounts as they are now (after a `prep`)."""
+    assert box.view is not None
+    return box.view.layer(), container_states(box)
+
+
+def host_effects(
+    box: Box,
+    workdir: str,
+    before: dict[str, Entry],
+    before_states: dict[str, State],
+    before_work: dict[str, Entry],
+) -> tuple[dict[str, Entry], dict[str, tuple[str, Entry]]]:
+    """The writable layer after the case, and every effective change: in the layer, in the
+    tmpfs work directory, under /dev (/dev/shm, /dev/mqueue, modes) and in the /etc mounts."""
+    assert box.view is not None
+    after = box.view.layer()
+    diff = layer_diff(box.view, before, after)
+    diff |= fallback_diff(before_work, walk_work(box, workdir))
+    diff |= fallback_diff(entries(before_states), entries(container_states(box)))
+    return after, diff
+
+
+FREEZE_TRIES = 3
+
+
+async def hold_still(box: Box) -> None:
+    """Freeze the container; if the engine cannot (a fork bomb can keep its freezer from
+    ever settling: `unable to freeze`), kill from the host everything in it but its init
+    and keepalive. Either way nothing of the case runs on while we walk."""
+    c = box.container
+    for attempt in range(FREEZE_TRIES):
+        try:
+            await c.raw.pause()
+            return
+        except aiodocker.DockerError as err:
+            if err.status in (404, 409):  # gone or stopped: not a freezer's trouble
+                raise
+            log.info("pausing %s failed (%s), try %d", c.id[:12], err, attempt + 1)
+            if attempt + 1 < FREEZE_TRIES:
+                await asyncio.sleep(0.05 * 2**attempt)  # back off: the bomb may settle
+    assert box.view is not None
+    if not await asyncio.to_thread(kill_extras, box.view, box.base_procs or {box.init_pid}):
+        log.warning("processes in %s still alive after killing: walking anyway", c.id[:12])
 
 
 async def engine_is_local(docker: aiodocker.Docker) -> bool:
@@ -282,6 +516,7 @@ class SidePool:
         self._ready: asyncio.Queue[Box | BaseException] = asyncio.Queue()
         self._filling = 0
         self._tasks: set[asyncio.Task[None]] = set()
+        self._making: set[asyncio.Task[None]] = set()  # the subset that creates boxes
         self._closed = False
 
     # --- lifecycle ----------------------------------------------------------------------
@@ -296,8 +531,8 @@ class SidePool:
         engine call first (see `complete_despite_cancel`), so none is left to nobody."""
         self._closed = True
         while self._tasks:  # a release during close may still spawn a removal: await it too
-            for t in list(self._tasks):
-                t.cancel()
+            for t in list(self._making):  # never a removal: cancelled before its first step,
+                t.cancel()  # it would not even start, and its container would stay
             await asyncio.gather(*self._tasks, return_exceptions=True)
         boxes = list(self._clean)
         self._clean.clear()
@@ -307,10 +542,13 @@ class SidePool:
                 boxes.append(item)
         await asyncio.gather(*(b.container.remove() for b in boxes), return_exceptions=True)
 
-    def _spawn(self, coro) -> None:  # noqa: ANN001
+    def _spawn(self, coro, *, making: bool = False) -> None:  # noqa: ANN001
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        if making:
+            self._making.add(task)
+            task.add_done_callback(self._making.discard)
 
     def _refill(self) -> None:
         if self._closed:
@@ -318,7 +556,7 @@ class SidePool:
         want = self.size - (self._ready.qsize() + self._filling + len(self._clean))
         for _ in range(max(0, want)):
             self._filling += 1
-            self._spawn(self._make())
+            self._spawn(self._make(), making=True)
 
     async def _make(self) -> None:
         try:
@@ -337,9 +575,10 @@ class SidePool:
 
     async def _new_box(self) -> Box:
         tmpfs = {self.workdir: WORKDIR_TMPFS} if self.fast else None
+        keepalive = await asyncio.to_thread(host_keepalive) if self.fast else None
         c = await create_container(
             self.docker, self.image, run_id=self.run_id, role=self.role, limits=self.limits,
-            workdir=self.workdir, tmpfs=tmpfs,
+            workdir=self.workdir, tmpfs=tmpfs, keepalive=keepalive,
         )  # fmt: skip
         self.stats.created += 1
         try:
@@ -350,14 +589,8 @@ class SidePool:
                 # a tmpfs work directory is invisible to `/changes`: never judge without a view
                 raise RuntimeError("the engine's layers are not readable from this host")
             if view is not None:
-                box.work_root = Path(f"/proc/{box.init_pid}/root{self.workdir}")
-                box.work_identity = _identity(box.work_root)
-                box.pristine = view.layer()
-                box.base_procs = await _keepalive_procs(view, box.init_pid)
-                box.base_pids = len(box.base_procs)
-                box.base_oom = view.oom_kills()
-                box.base_pid_hits = view.pids_limit_hits()
-                box.base_dev = _dev_listing(box.init_pid)
+                procs, box.trusted_keepalive = await _keepalive_procs(view, box.init_pid, keepalive)
+                await asyncio.to_thread(self._baseline, box, procs)
             else:
                 # taken while the pool fills, so a case pays for one `/changes`, not two
                 box.baseline = await fallback_snapshot(self.docker, c)
@@ -365,6 +598,26 @@ class SidePool:
         except BaseException:
             await c.remove()
             raise
+
+    def _baseline(self, box: Box, procs: set[int]) -> None:
+        """What `_why_dirty` compares against, taken once the keepalive runs (in a thread:
+        these are file-system walks)."""
+        assert box.view is not None
+        root = open_container_root(box.init_pid)
+        try:
+            box.root_identity = dir_identity(root)
+        finally:
+            os.close(root)
+        box.work_path = self.workdir
+        with in_container(box, self.workdir) as fd:
+            box.work_identity = _work_identity(fd)
+        box.pristine = box.view.layer()
+        box.base_procs = procs
+        box.base_pids = len(procs)
+        box.base_ident = proc_identity(procs)
+        box.base_oom = box.view.oom_kills()
+        box.base_pid_hits = box.view.pids_limit_hits()
+        box.base_states = container_states(box)
 
     # --- use ------------------------------------------------------------------------------
 
@@ -385,7 +638,12 @@ class SidePool:
     ) -> bool:
         """Keep the box for the next case only if it is provably as it started."""
         box.cases_served += 1
-        clean = await self._untouched(box, after, result)
+        try:
+            clean = await self._untouched(box, after, result)
+        except BaseException:  # cancelled (or failed) while checking: the box must not be lost
+            self.stats.discarded += 1
+            self._spawn(box.container.remove())
+            raise
         if clean and not self._closed:
             self._clean.append(box)
         else:
@@ -410,14 +668,25 @@ class SidePool:
             return "no host view"
         if result.overflowed or result.timed_out or result.exit_code is None:
             return "the case did not end normally"
+        if not box.trusted_keepalive:
+            return "no trusted keepalive"
         if after != box.pristine:
             return "writable layer changed"
         if box.lingering or view.process_count() != box.base_pids:
             return "a process was left behind"
+        if proc_identity(view.procs() or set()) != box.base_ident:
+            return "the init or the keepalive changed"
         if view.oom_kills() != box.base_oom or view.pids_limit_hits() != box.base_pid_hits:
             return "memory or process limit hit"
-        if _dev_listing(box.init_pid) != box.base_dev:
-            return "/dev, /dev/shm or /dev/mqueue changed"
+        try:
+            states = await asyncio.to_thread(container_states, box)
+        except ContainerGone:
+            return "the container is gone"
+        if states != box.base_states:
+            changed = sorted(states.keys() ^ box.base_states.keys()) or sorted(
+                p for p in states if states[p] != box.base_states[p]
+            )
+            return f"{changed[0].rsplit('/', 1)[0] or '/'} changed"
         if not await _sysv_ipc_empty(box.init_pid):
             return "SysV IPC objects exist"
         if not await asyncio.to_thread(reset_workdir, box):

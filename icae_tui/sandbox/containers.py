@@ -18,13 +18,19 @@ import tarfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TypeVar
 
 import aiodocker
 
 from icae_tui.sandbox.engine import LABEL_TOOL, TOOL_NAME
+from icae_tui.sandbox.keepalive import BUSYBOX as KEEPALIVE_BUSYBOX
+from icae_tui.sandbox.keepalive import INIT as KEEPALIVE_INIT
+from icae_tui.sandbox.keepalive import KEEPALIVE_DIR
 
 T = TypeVar("T")
+
+HOSTNAME = "sandbox"
 
 OutputCallback = Callable[[str, bytes], Awaitable[None] | None]
 
@@ -284,8 +290,13 @@ async def create_container(
     binds: list[str] | None = None,
     tmpfs: dict[str, str] | None = None,
     hardened: bool = True,
+    keepalive: Path | None = None,
 ) -> Container:
-    """A started container. `hardened` (all but image builds) drops every capability."""
+    """A started container. `hardened` (all but image builds) drops every capability.
+
+    `keepalive` (a local engine only): the host folder of `sandbox.keepalive`; its static
+    init and busybox `sleep` then run instead of the engine's init and the image's `sleep`.
+    """
     host_config: dict[str, object] = {
         "NetworkMode": "none",
         "Memory": limits.memory_bytes,
@@ -314,8 +325,15 @@ async def create_container(
         "WorkingDir": workdir,
         "Env": [f"{k}={v}" for k, v in DEFAULT_ENV.items()],
         "NetworkDisabled": True,
+        "Hostname": HOSTNAME,  # not the container id: both sides of a case see the same name
         "HostConfig": host_config,
     }
+    if keepalive is not None:
+        host_config["Init"] = False  # our own init: the engine's docker-init is ptrace-able
+        host_config["Mounts"] = [
+            {"Type": "bind", "Source": str(keepalive), "Target": KEEPALIVE_DIR, "ReadOnly": True}
+        ]
+        config["Entrypoint"] = [KEEPALIVE_INIT, "--", KEEPALIVE_BUSYBOX]
 
     async def create_and_start() -> Container:
         container = Container(docker, await docker.containers.create(config))

@@ -2,8 +2,17 @@
 
 - its writable layer (overlay2 `UpperDir`): every path a process added, changed (copy-up)
   or deleted (a whiteout: a 0/0 character device) since the container started;
-- its `/dev/shm`, when the container's IPC is `shareable` (a host folder);
+- its image layers (`LowerDir`), to tell an added path from a modified one;
+- anything mounted in it (the tmpfs work directory, `/dev`), through `/proc/<pid>/root`;
 - its pids and memory cgroups: how many processes run, and how many were OOM-killed.
+
+Everything read here was made by the program under test, and we read it as root. So no
+host-side read ever follows a link planted in the container: every walk and lookup opens
+one component at a time, relative to the directory before it, with O_NOFOLLOW. A lookup
+inside the container's root that must follow links (the work directory may be one in the
+image) resolves them the way the container does, never above its root. Files are hashed
+up to HASH_CAP bytes each and WALK_HASH_BUDGET bytes per walk, so a huge file costs at most
+a bounded read (see `_hash_at` for what the digest then names).
 
 With a remote engine none of this exists; `HostView.probe` returns None and callers fall
 back to the engine's `/changes` plus an in-container manifest.
@@ -11,16 +20,38 @@ back to the engine's `/changes` plus an in-container manifest.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 # Written by the engine itself, not by the program under test.
 ENGINE_NOISE = frozenset({"/usr/sbin/docker-init", "/usr/sbin", "/usr"})
 
 Entry = tuple[str, int, int, str, str]  # type, mode, size, sha256, link target
+# An entry with what a next case could also observe of it: owner, group and device number.
+State = tuple[Entry, int, int, int]
+
+# Bytes of one file that are hashed: past them the digest names a prefix and the size.
+# sha256 runs at ~1 GB/s, so one file costs at most ~20 ms whatever its size.
+HASH_CAP = 16 * 1024 * 1024
+# Bytes hashed per walk; files past it are named by size only. A byte budget, not a time
+# budget: the digest of a file must not depend on how loaded the machine was.
+WALK_HASH_BUDGET = 1024 * 1024 * 1024
+# Directories deeper than this below a walk's root are listed but not entered.
+MAX_DEPTH = 96
+MAX_LINKS = 40  # like the kernel's limit on links followed in one lookup
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+@dataclass
+class Budget:
+    """Bytes a walk may still hash."""
+
+    left: int = field(default_factory=lambda: WALK_HASH_BUDGET)
 
 
 @dataclass(frozen=True)
@@ -32,6 +63,7 @@ class HostView:
     pids_current: Path | None
     pids_events: Path | None
     oom_control: Path | None
+    hostname: str = ""  # the container's, which the engine writes into its /etc/hostname
 
     @classmethod
     def probe(cls, info: dict) -> HostView | None:
@@ -57,6 +89,7 @@ class HostView:
             if pids.with_name("pids.events").exists()
             else None,
             oom_control=oom if oom.exists() else None,
+            hostname=(info.get("Config") or {}).get("Hostname") or "",
         )
 
     # --- processes and memory -----------------------------------------------------------
@@ -110,78 +143,391 @@ class HostView:
         except OSError:
             return None
 
-    # --- the writable layer -------------------------------------------------------------
+    # --- the layers -----------------------------------------------------------------------
 
     def in_lower(self, path: str) -> bool:
-        rel = path.lstrip("/")
-        return any(os.path.lexists(lower / rel) for lower in self.lowers)
+        """Whether the image (its layers merged as overlayfs merges them) has `path`."""
+        return lower_lookup(self.lowers, path, Budget(0)) is not None
+
+    def lower_entry(self, path: str, budget: Budget | None = None) -> Entry | None:
+        """What the image has at `path`, or None; no link in the image is followed."""
+        return lower_lookup(self.lowers, path, budget or Budget())
 
     def layer(self) -> dict[str, Entry]:
         """Every entry of the writable layer by absolute path; whiteouts are `deleted`."""
-        return walk_tree(self.upper, "/")
+        return walk_tree(self.upper, "/", overlay=True)
+
+
+# --- processes --------------------------------------------------------------------------
 
 
 def process_state(pid: int) -> str:
     """One-letter state from /proc/<pid>/stat ('Z' zombie, 'X' dead, '' gone)."""
+    fields = _stat_fields(pid)
+    return fields[0] if fields else ""
+
+
+def process_start(pid: int) -> int | None:
+    """Start time in clock ticks since boot: with the pid, it names one process for good."""
+    fields = _stat_fields(pid)
+    return int(fields[19]) if fields else None
+
+
+def process_parent(pid: int) -> int | None:
+    fields = _stat_fields(pid)
+    return int(fields[1]) if fields else None
+
+
+def _stat_fields(pid: int) -> list[str]:
+    """Fields of /proc/<pid>/stat after the command name (state first)."""
     try:
-        stat_line = Path(f"/proc/{pid}/stat").read_text()
+        line = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        return ""
-    return stat_line.rpartition(")")[2].split()[0]
+        return []
+    return line.rpartition(")")[2].split()
 
 
-def walk_tree(root: Path, prefix: str) -> dict[str, Entry]:
-    """Entries below `root`, keyed `prefix` + relative path; symlinks are never followed.
+def exe_identity(pid: int) -> tuple[int, int] | None:
+    """Device and inode of the file a process runs: its name is the process's to choose."""
+    try:
+        st = os.stat(f"/proc/{pid}/exe")
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+# --- inside the container's root --------------------------------------------------------
+
+
+def open_container_root(pid: int, identity: tuple[int, int] | None = None) -> int:
+    """An O_PATH descriptor of the root of the container whose init is `pid`.
+
+    With `identity` (device and inode recorded when the container started), a pid that now
+    names some other process (the container died and the pid was reused) is refused rather
+    than read: its root could be the host's.
+    """
+    fd = os.open(f"/proc/{pid}/root", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    st = os.fstat(fd)
+    if identity is not None and (st.st_dev, st.st_ino) != identity:
+        os.close(fd)
+        raise ProcessLookupError(f"pid {pid} is no longer the container's init")
+    return fd
+
+
+def dir_identity(fd: int) -> tuple[int, int]:
+    st = os.fstat(fd)
+    return (st.st_dev, st.st_ino)
+
+
+def open_in_root(root_fd: int, path: str) -> int:
+    """An O_PATH descriptor of directory `path` as the container sees it.
+
+    Links on the way are followed as the container would follow them, but scoped to its
+    root: an absolute target starts again at `root_fd`, `..` never climbs above it. (Going
+    through `/proc/<pid>/root/<path>` instead resolves an absolute link against the HOST's
+    root.) Every component is opened with O_NOFOLLOW relative to the one before.
+    """
+    todo = [p for p in path.split("/") if p and p != "."]
+    stack = [os.dup(root_fd)]
+    links = 0
+    try:
+        while todo:
+            name = todo.pop(0)
+            if name == "..":
+                if len(stack) > 1:
+                    os.close(stack.pop())
+                continue
+            try:
+                fd = os.open(
+                    name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                    dir_fd=stack[-1],
+                )  # fmt: skip
+            except OSError as err:
+                if err.errno not in (errno.ENOTDIR, errno.ELOOP):
+                    raise
+                st = os.stat(name, dir_fd=stack[-1], follow_symlinks=False)
+                if not stat.S_ISLNK(st.st_mode):
+                    raise
+                links += 1
+                if links > MAX_LINKS:
+                    raise OSError(errno.ELOOP, "too many links", path) from None
+                target = os.readlink(name, dir_fd=stack[-1])
+                if target.startswith("/"):
+                    while len(stack) > 1:
+                        os.close(stack.pop())
+                todo[:0] = [p for p in target.split("/") if p and p != "."]
+                continue
+            stack.append(fd)
+        return os.dup(stack[-1])
+    finally:
+        for fd in stack:
+            os.close(fd)
+
+
+# --- image layers ---------------------------------------------------------------------------
+
+
+def lower_lookup(lowers: tuple[Path, ...], path: str, budget: Budget) -> Entry | None:
+    """The entry at `path` in the merged view of `lowers` (top layer first), or None.
+
+    Looked up as overlayfs does, one component at a time through every layer: a whiteout
+    hides the name in the layers below, an opaque directory hides their directories, and
+    a non-directory hides everything below it. So a link (or a file) at a parent path means
+    the path does not exist there: in the container a lookup would follow the link to
+    somewhere else in the container, which the side-effect walk sees on its own. Nothing
+    here follows a link.
+    """
+    parts = [p for p in path.split("/") if p and p != "."]
+    if not parts or ".." in parts:
+        return None
+    opened: list[int] = []
+    try:
+        level: list[int] = []
+        for lower in lowers:
+            try:
+                level.append(os.open(lower, _DIR_FLAGS))
+            except OSError:
+                continue
+            opened.append(level[-1])
+        for i, name in enumerate(parts):
+            last = i == len(parts) - 1
+            top: tuple[int, os.stat_result] | None = None
+            below: list[int] = []  # directories merged under this name
+            for dfd in level:
+                try:
+                    st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+                except OSError:
+                    continue
+                if _is_whiteout(st):
+                    break
+                if top is None:
+                    top = (dfd, st)
+                if not stat.S_ISDIR(st.st_mode):
+                    break
+                if last:
+                    break  # only the topmost directory's own mode matters
+                try:
+                    sub = os.open(name, _DIR_FLAGS, dir_fd=dfd)
+                except OSError:
+                    break
+                opened.append(sub)
+                below.append(sub)
+                if _opaque(sub):
+                    break
+            if top is None:
+                return None
+            dfd, st = top
+            if last:
+                return _state_at(dfd, name, st, budget, overlay=True)[0]
+            if not stat.S_ISDIR(st.st_mode):
+                return None
+            level = below
+        return None
+    finally:
+        for fd in opened:
+            os.close(fd)
+
+
+# --- walks ------------------------------------------------------------------------------
+
+
+def walk_tree(
+    root: Path | int, prefix: str, *, overlay: bool = False, skip: frozenset[str] = frozenset()
+) -> dict[str, Entry]:
+    """Entries below `root` (a host path, or a directory descriptor), keyed `prefix` +
+    relative path. No link is followed, at the root or below it. `overlay`: whiteouts are
+    `deleted` and opaque directories marked, as in a writable layer. Paths in `skip` are
+    listed but not entered.
 
     The engine's own files (docker-init, ~0.7 MB) are not hashed on every case: their stat
     identity stands in, which still changes if anything rewrites them.
     """
-    out: dict[str, Entry] = {}
-    base = str(root)
-    for dirpath, dirnames, filenames in os.walk(base):
-        dirnames.sort()
-        for name in sorted(dirnames) + sorted(filenames):
-            full = os.path.join(dirpath, name)
-            path = prefix.rstrip("/") + "/" + os.path.relpath(full, base)
-            try:
-                st = os.lstat(full)
-            except OSError:
-                continue
-            if path in ENGINE_NOISE and stat.S_ISREG(st.st_mode):
-                identity = f"stat:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
-                out[path] = ("file", stat.S_IMODE(st.st_mode), st.st_size, identity, "")
-                continue
-            out[path] = _entry(full, st, hash_files=True)
+    return {p: s[0] for p, s in walk_states(root, prefix, overlay=overlay, skip=skip).items()}
+
+
+def walk_states(
+    root: Path | int,
+    prefix: str,
+    *,
+    overlay: bool = False,
+    skip: frozenset[str] = frozenset(),
+    include_root: bool = False,
+) -> dict[str, State]:
+    """Like `walk_tree`, with owner, group and device number; `include_root`: the root's
+    own state too, keyed `prefix`."""
+    if isinstance(root, int):
+        top = os.open(".", _DIR_FLAGS & ~os.O_NOFOLLOW, dir_fd=root)
+    else:
+        top = os.open(root, _DIR_FLAGS)
+    out: dict[str, State] = {}
+    base = prefix.rstrip("/")
+    try:
+        if include_root:
+            out[prefix] = _dir_state(top, os.fstat(top), overlay)
+        _walk(top, base, out, Budget(), overlay=overlay, skip=skip, depth=0)
+    finally:
+        os.close(top)
     return out
 
 
-def _entry(full: str, st: os.stat_result, *, hash_files: bool) -> Entry:
-    mode = stat.S_IMODE(st.st_mode)
-    if stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:
-        return ("deleted", 0, 0, "", "")
-    if stat.S_ISLNK(st.st_mode):
-        return ("link", mode, 0, "", os.readlink(full))
-    if stat.S_ISDIR(st.st_mode):
-        opaque = ""
+def _walk(
+    dfd: int,
+    base: str,
+    out: dict[str, State],
+    budget: Budget,
+    *,
+    overlay: bool,
+    skip: frozenset[str],
+    depth: int,
+) -> None:
+    try:
+        names = sorted(os.listdir(dfd))
+    except OSError:
+        return
+    for name in names:
+        path = f"{base}/{name}"
         try:
-            if os.getxattr(full, "trusted.overlay.opaque") == b"y":
-                opaque = "opaque"
+            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
         except OSError:
-            pass
-        return ("dir", mode, 0, opaque, "")
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            if path in ENGINE_NOISE and stat.S_ISREG(st.st_mode):
+                identity = f"stat:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+                entry = ("file", stat.S_IMODE(st.st_mode), st.st_size, identity, "")
+                out[path] = (entry, st.st_uid, st.st_gid, 0)
+            else:
+                out[path] = _state_at(dfd, name, st, budget, overlay=overlay)
+            continue
+        try:
+            sub = os.open(name, _DIR_FLAGS, dir_fd=dfd)
+        except OSError:
+            out[path] = (("dir", stat.S_IMODE(st.st_mode), 0, "unreadable", ""), st.st_uid,
+                         st.st_gid, 0)  # fmt: skip
+            continue
+        try:
+            sst = os.fstat(sub)
+            if (sst.st_dev, sst.st_ino) != (st.st_dev, st.st_ino):
+                continue  # replaced between the two calls: something still runs
+            out[path] = _dir_state(sub, sst, overlay)
+            if path not in skip and depth < MAX_DEPTH:
+                _walk(sub, path, out, budget, overlay=overlay, skip=skip, depth=depth + 1)
+        finally:
+            os.close(sub)
+
+
+def state_of(dfd: int, name: str, *, rename: str = "") -> State | None:
+    """The state of `name` in directory `dfd` (never followed if a link), or None.
+
+    `rename`: the container's host name, hashed as `<hostname>` in a file's content. The
+    engine writes it into the container's /etc/hostname and it differs between the oracle's
+    and the delivery's containers, so the same write must give the same digest on both.
+    """
+    try:
+        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except OSError:
+        return None
+    return _state_at(dfd, name, st, Budget(), rename=rename)
+
+
+def _is_whiteout(st: os.stat_result) -> bool:
+    return stat.S_ISCHR(st.st_mode) and st.st_rdev == 0
+
+
+def _opaque(fd: int) -> bool:
+    try:
+        return os.getxattr(fd, "trusted.overlay.opaque") == b"y"
+    except OSError:
+        return False
+
+
+def _dir_state(fd: int, st: os.stat_result, overlay: bool) -> State:
+    opaque = "opaque" if overlay and _opaque(fd) else ""
+    return (("dir", stat.S_IMODE(st.st_mode), 0, opaque, ""), st.st_uid, st.st_gid, 0)
+
+
+def _state_at(
+    dfd: int,
+    name: str,
+    st: os.stat_result,
+    budget: Budget,
+    *,
+    overlay: bool = False,
+    rename: str = "",
+) -> State:
+    """The state of non-directory `name` in directory `dfd`, whose lstat is `st`."""
+    mode = stat.S_IMODE(st.st_mode)
+    owner = (st.st_uid, st.st_gid)
+    if overlay and _is_whiteout(st):
+        return (("deleted", 0, 0, "", ""), 0, 0, 0)
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            target = os.readlink(name, dir_fd=dfd)
+        except OSError:
+            target = "<unreadable>"
+        return (("link", mode, 0, "", target), *owner, 0)
+    if stat.S_ISDIR(st.st_mode):
+        try:
+            fd = os.open(name, _DIR_FLAGS, dir_fd=dfd)
+        except OSError:
+            return (("dir", mode, 0, "", ""), *owner, 0)
+        try:
+            return _dir_state(fd, st, overlay)
+        finally:
+            os.close(fd)
     if stat.S_ISREG(st.st_mode):
-        digest = ""
-        if hash_files:
-            h = hashlib.sha256()
-            try:
-                # O_NOFOLLOW: a process swapping the file for a symlink between lstat and
-                # open must not make us read a host file.
-                fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-                with os.fdopen(fd, "rb") as f:
-                    for block in iter(lambda: f.read(1 << 20), b""):
-                        h.update(block)
-                digest = h.hexdigest()
-            except OSError:
-                digest = "unreadable"
-        return ("file", mode, st.st_size, digest, "")
-    return ("other", mode, 0, "", "")
+        digest = _hash_at(dfd, name, st, budget, rename=rename)
+        return (("file", mode, st.st_size, digest, ""), *owner, 0)
+    if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+        # Named by its number, never opened: `mv /dev/zero /dev/null` is a change.
+        kind = "char" if stat.S_ISCHR(st.st_mode) else "block"
+        dev = f"{kind} {os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+        return (("other", mode, 0, dev, ""), *owner, st.st_rdev)
+    return (("other", mode, 0, "", ""), *owner, 0)
+
+
+def _hash_at(dfd: int, name: str, st: os.stat_result, budget: Budget, *, rename: str) -> str:
+    """sha256 of regular file `name`, read through a descriptor that cannot be a link.
+
+    Up to HASH_CAP bytes: a longer file's digest is `<sha256 of its first HASH_CAP bytes>`
+    `:first<HASH_CAP>of<size>`, so equal digests still mean equal sizes. Once the walk has
+    hashed WALK_HASH_BUDGET bytes, a file is named `unhashed:<size>`. `rename`: the
+    container's host name, hashed as `<hostname>` (see `state_of`).
+    """
+    want = min(st.st_size, HASH_CAP)
+    if want > budget.left:
+        return f"unhashed:{st.st_size}"
+    try:
+        # O_NOFOLLOW: a link swapped in after the lstat is not opened. O_NONBLOCK: neither
+        # is a FIFO swapped in. fstat: the file opened is the one that was looked at.
+        fd = os.open(
+            name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC,
+            dir_fd=dfd,
+        )  # fmt: skip
+    except OSError:
+        return "unreadable"
+    try:
+        fst = os.fstat(fd)
+        if not stat.S_ISREG(fst.st_mode) or (fst.st_dev, fst.st_ino) != (st.st_dev, st.st_ino):
+            return "unreadable"
+        h = hashlib.sha256()
+        read = 0
+        data = bytearray()
+        while read < want:
+            block = os.read(fd, min(1 << 20, want - read))
+            if not block:
+                break
+            read += len(block)
+            if rename:
+                data += block
+            else:
+                h.update(block)
+        budget.left -= read
+    except OSError:
+        return "unreadable"
+    finally:
+        os.close(fd)
+    if rename:
+        h.update(bytes(data).replace(rename.encode(), b"<hostname>"))
+    if st.st_size > HASH_CAP:
+        return f"{h.hexdigest()}:first{HASH_CAP}of{st.st_size}"
+    return h.hexdigest()

@@ -10,13 +10,22 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from icae_tui.domain.events import Event, QuestionAnswered, QuestionAsked, RunStarted
+from icae_tui.domain.events import (
+    Event,
+    EventsDropped,
+    QuestionAnswered,
+    QuestionAsked,
+    QuestionsRefused,
+    RunStarted,
+)
+
+_ANSWER_KIND = QuestionAnswered.model_fields["kind"].default
 
 
 class InteractionMetrics(BaseModel):
     budget: int = 0
     turns: int = 0  # questions answered within the budget
-    over_budget: int = 0  # questions asked after it was spent
+    over_budget: int = 0  # questions asked after it was spent, stored or only counted
     budget_usage: float = 0.0
     fallback_rate: float = 0.0
     coverage: float = 0.0  # of task-specific records, revealed at least once
@@ -48,10 +57,18 @@ def interaction_metrics(events: list[Event]) -> InteractionMetrics:
     by_responder: dict[str, int] = {}
     for a in answers:
         by_responder[a.responder] = by_responder.get(a.responder, 0) + 1
+    # Past the budget, questions are counted rather than stored (QuestionsRefused, cumulative),
+    # and past the run's store bound so are over-budget answers (EventsDropped, cumulative).
+    counted = max((e.count for e in events if isinstance(e, QuestionsRefused)), default=0)
+    counted += max(
+        (e.by_kind.get(_ANSWER_KIND, 0) for e in events if isinstance(e, EventsDropped)), default=0
+    )
+    if counted:
+        by_responder["budget"] = by_responder.get("budget", 0) + counted
     return InteractionMetrics(
         budget=budget,
         turns=len(within),
-        over_budget=len(answers) - len(within),
+        over_budget=len(answers) - len(within) + counted,
         budget_usage=round(len(within) / budget, 4) if budget else 0.0,
         fallback_rate=round(sum(a.fallback for a in within) / len(within), 4) if within else 0.0,
         coverage=round(len(covered) / len(task_records), 4) if task_records else 0.0,

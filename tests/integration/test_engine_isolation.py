@@ -173,3 +173,22 @@ async def test_no_state_leaks_between_cases(images, fast):
         assert results["hidden/h#5"].delivery.state == "fresh"  # the segment made it dirty
     else:
         assert {r.delivery.state for r in results.values()} == {"fallback"}
+
+
+async def test_names_that_are_not_utf8_and_the_hostname_are_fair_to_both_sides(images):
+    """A case that makes a file whose name is not UTF-8 is judged (the name shown escaped),
+    and `hostname` prints the same on both sides, not each container's id."""
+    cases = [
+        Case(command=r"touch $'\xff\xfe.bin'; ln -s $'\xfe' link; echo ok", pattern="bytes"),
+        Case(command="hostname; cat /etc/hostname", pattern="hostname"),
+    ]
+    results = await _run(_task(cases), images)
+    named = results["hidden/h#0"]
+    assert named.verdict == "accepted", named.reason
+    assert {(c.path, c.target) for c in named.delivery.changes} == {
+        ("\\xff\\xfe.bin", ""),  # in the work directory: relative
+        ("link", "\\xfe"),
+    }
+    host = results["hidden/h#1"]
+    assert host.verdict == "accepted", host.reason
+    assert host.delivery.stdout == "sandbox\nsandbox\n"

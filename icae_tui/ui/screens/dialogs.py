@@ -75,6 +75,10 @@ def side_text(name: str, side: SideRun | None) -> Text:
             text.append(" → ")
             text.append_text(safe(change.target))
         text.append("\n")
+    if side.changes_total > len(side.changes):
+        more = side.changes_total - len(side.changes)
+        text.append(f"… {more} more not kept ({side.changes_total} in all,", style="yellow")
+        text.append(f" sha256 {side.changes_sha256[:12]})\n", style="dim")
     return text
 
 

@@ -35,10 +35,12 @@ from icae_tui.domain.events import (
     CaseFinished,
     CasesPlanned,
     Event,
+    EventsDropped,
     PhaseChanged,
     Progress,
     QuestionAnswered,
     QuestionAsked,
+    QuestionsRefused,
     ResponderChanged,
     RunFinished,
     RunStarted,
@@ -268,7 +270,7 @@ class RunScreen(Screen[None]):
                 trace.add(ev.command, prefix="$ ")
             case AgentCommandDone():
                 trace.end_output()
-                note = " · timed out" if ev.timed_out else ""
+                note = f" · {after}" if (after := ev.aftermath()) else ""
                 trace.add(f"  ⏎ exit {ev.exit_code} · {ev.duration_s:.2f}s{note}")
             case QuestionAsked():
                 trace.add(ev.text, prefix=f"? Q{ev.question_id} ")
@@ -287,6 +289,14 @@ class RunScreen(Screen[None]):
                     self.waiting = self._box_for = self._sent = None
                     self.answer_box.set_text("")
                     self._sync_answer_box()
+            case QuestionsRefused():
+                self._turn_events.append(ev)
+                self.clarify.refused(ev)
+            case EventsDropped():  # the store bound: the trace from here on is not kept
+                self._turn_events.append(ev)
+                kinds = ", ".join(f"{k} {n}" for k, n in ev.by_kind.items())
+                head = "in all" if ev.final else "store bound reached, no longer kept"
+                trace.add(f"!! {head}: {ev.count} low-value event(s) ({kinds})")
             case ResponderChanged():
                 trace.add(f"⇄ responder → {ev.mode}")
                 self.clarify.switched(ev)

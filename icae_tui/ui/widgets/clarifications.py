@@ -10,7 +10,12 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from icae_tui.domain.events import QuestionAnswered, QuestionAsked, ResponderChanged
+from icae_tui.domain.events import (
+    QuestionAnswered,
+    QuestionAsked,
+    QuestionsRefused,
+    ResponderChanged,
+)
 from icae_tui.ui.text import pct, safe
 from icae_tui.users.metrics import InteractionMetrics
 
@@ -69,6 +74,9 @@ class ClarificationPane(VerticalScroll):
         self.turns: list[tuple[str, str]] = []  # (kind, plain text) for tests and copy
         self._drafted: set[int] = set()
         self._empty: Static | None = None
+        self._refused: Static | None = None  # one line for the questions refused uncounted
+        self._refused_count = 0
+        self._refused_at = 0  # its index in `turns`
 
     def on_mount(self) -> None:
         self._empty = Static(Text("No questions yet.", style="dim italic"), classes="empty")
@@ -91,13 +99,15 @@ class ClarificationPane(VerticalScroll):
             mode = f" · responder {self.mode}" if self.mode else ""
             self.border_title = f"Clarifications · {self.asked}{budget} asked{mode}"
 
-    def _add(self, kind: str, content: Text) -> None:
+    def _add(self, kind: str, content: Text) -> Static:
         if self._empty is not None:
             self._empty.remove()
             self._empty = None
         self.turns.append((kind, content.plain))
-        self.mount(Static(content, classes=f"turn {kind}"))
+        turn = Static(content, classes=f"turn {kind}")
+        self.mount(turn)
         self.call_after_refresh(self.scroll_end, animate=False)  # once the turn has a size
+        return turn
 
     def question(self, ev: QuestionAsked) -> None:
         self.asked += 1
@@ -143,6 +153,22 @@ class ClarificationPane(VerticalScroll):
         head.append("\n")
         head.append_text(safe(ev.text, limit=TEXT_LIMIT, lines=True))
         self._add("answer", head)
+
+    def refused(self, ev: QuestionsRefused) -> None:
+        """Questions past the budget, counted rather than listed: one line, kept up to date."""
+        self.asked += ev.count - self._refused_count
+        self._refused_count = ev.count
+        self._retitle()
+        line = Text(f"+{ev.count} more past the budget", style="yellow")
+        line.append(f"  Q{ev.first_id}–Q{ev.last_id} · {ev.chars} characters · refused,"
+                    " counted, not listed\n", style="dim")  # fmt: skip
+        line.append_text(safe(ev.sample, "dim italic", limit=TEXT_LIMIT, lines=True))
+        if self._refused is None:
+            self._refused_at = len(self.turns)
+            self._refused = self._add("refused", line)
+        else:
+            self._refused.update(line)
+            self.turns[self._refused_at] = ("refused", line.plain)
 
     def switched(self, ev: ResponderChanged) -> None:
         line = Text("⇄ responder → ", style="dim")

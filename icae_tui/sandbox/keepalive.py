@@ -1,0 +1,128 @@
+"""A keepalive that the image under test cannot replace.
+
+A case box must outlive its cases, so something runs in it between them: an init and a
+`sleep`. Both must be ours. The delivery image is a commit of the agent's container, so
+every path in it (`sleep`, the dynamic loader, `/etc/ld.so.preload`) is the agent's: a
+`sleep` taken from the image is a resident server that sees every case.
+
+So the init and the keepalive are static binaries from the host (Debian's `tini-static`,
+which the engine itself uses as docker-init, and `busybox-static`), copied once into a
+directory named by their digest and bind-mounted read-only at `/dev/.icae`: `/dev` is the
+runtime's tmpfs, never a path from the image. The copies are mode 0111: a process can run
+them but not read them, which makes the kernel mark it non-dumpable, so a case (root, but
+with no capabilities) can neither ptrace them nor write their memory through /proc.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import os
+import shutil
+import stat
+import struct
+import tempfile
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+KEEPALIVE_DIR = "/dev/.icae"  # where the container sees the host directory
+INIT = f"{KEEPALIVE_DIR}/init"
+BUSYBOX = f"{KEEPALIVE_DIR}/busybox"  # busybox picks its applet from argv[1] only under this name
+
+_SOURCES: dict[str, tuple[str, ...]] = {
+    "init": ("/usr/bin/tini-static", "/usr/bin/docker-init", "/usr/libexec/docker/docker-init"),
+    "busybox": ("/bin/busybox", "/usr/bin/busybox"),
+}
+PT_INTERP = 3
+
+
+def is_static_elf(path: str) -> bool:
+    """A 64-bit little-endian ELF executable without a program interpreter (no loader)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+            if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+                return False
+            (phoff,) = struct.unpack_from("<Q", head, 32)
+            phentsize, phnum = struct.unpack_from("<HH", head, 54)
+            f.seek(phoff)
+            table = f.read(phentsize * phnum)
+    except OSError:
+        return False
+    if len(table) < phentsize * phnum:
+        return False
+    return all(struct.unpack_from("<I", table, i * phentsize)[0] != PT_INTERP for i in range(phnum))
+
+
+def _find(name: str) -> str | None:
+    for candidate in _SOURCES[name]:
+        real = os.path.realpath(candidate)
+        if is_static_elf(real):
+            return real
+    return None
+
+
+def _home() -> Path:
+    env = os.environ.get("ICAE_KEEPALIVE_HOME")
+    if env:
+        return Path(env)
+    if os.geteuid() == 0:
+        return Path("/var/lib/icae-tui/keepalive")
+    data = os.environ.get("XDG_DATA_HOME", str(Path.home() / ".local" / "share"))
+    return Path(data) / "icae-tui" / "keepalive"
+
+
+def _valid(folder: Path, digests: dict[str, str]) -> bool:
+    """The folder is ours, unwritable, and holds exactly the copies we made."""
+    try:
+        st = os.lstat(folder)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+            return False
+        if stat.S_IMODE(st.st_mode) != 0o555 or sorted(os.listdir(folder)) != sorted(digests):
+            return False
+        for name, digest in digests.items():
+            fst = os.lstat(folder / name)
+            if not stat.S_ISREG(fst.st_mode) or stat.S_IMODE(fst.st_mode) != 0o111:
+                return False
+            if fst.st_uid != os.geteuid():
+                return False
+            if hashlib.sha256((folder / name).read_bytes()).hexdigest() != digest:
+                return False
+    except OSError:
+        return False
+    return True
+
+
+@functools.cache
+def host_keepalive() -> Path | None:
+    """The host directory to bind at KEEPALIVE_DIR, or None when the static binaries are
+    missing (`scripts/engine.sh` installs them): then no case box is ever reused."""
+    sources = {name: _find(name) for name in _SOURCES}
+    if None in sources.values():
+        log.warning("no static tini/busybox on this host: case containers are never reused")
+        return None
+    blobs = {name: Path(src).read_bytes() for name, src in sources.items() if src}
+    digests = {name: hashlib.sha256(b).hexdigest() for name, b in blobs.items()}
+    tag = hashlib.sha256("".join(sorted(digests.values())).encode()).hexdigest()[:16]
+    home = _home()
+    final = home / tag
+    if _valid(final, digests):
+        return final
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=home))
+        for name, blob in blobs.items():
+            (tmp / name).write_bytes(blob)
+            os.chmod(tmp / name, 0o111)
+        os.chmod(tmp, 0o555)
+        try:
+            os.rename(tmp, final)  # atomic: a console racing us made the same bytes
+        except OSError:
+            os.chmod(tmp, 0o755)
+            shutil.rmtree(tmp, ignore_errors=True)
+    except OSError as err:
+        log.warning("cannot prepare the keepalive in %s: %s", home, err)
+        return None
+    return final if _valid(final, digests) else None
