@@ -364,7 +364,13 @@ class Run:
         refs = task.cases_in(*cfg.splits)
         await self.emit(PhaseChanged(phase="build", detail=task.spec.delivery.build))
         build = await self._build_gate(docker, delivery_image)
-        await self.emit(CasesPlanned(case_ids=[r.id for r in refs]))
+        await self.emit(
+            CasesPlanned(
+                case_ids=[r.id for r in refs],
+                patterns=[r.pattern for r in refs],
+                splits=[r.split.value for r in refs],
+            )
+        )
         results: list[CaseResult] = []
         if not build.ok:
             for ref in refs:

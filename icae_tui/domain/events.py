@@ -176,8 +176,13 @@ class BuildChecked(Event):
 
 
 class CasesPlanned(Event):
+    """The cases in planned order, with what displays group them by, so no display needs
+    the task. `patterns` and `splits` run beside `case_ids` (empty in runs stored before)."""
+
     kind: Literal["cases_planned"] = "cases_planned"
     case_ids: list[str]
+    patterns: list[str] = Field(default_factory=list)
+    splits: list[str] = Field(default_factory=list)
 
 
 class CaseFinished(Event):
