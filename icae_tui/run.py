@@ -2,35 +2,28 @@
 
 prepare (images) → generate (agent in its container, clarifications) → freeze (commit the
 agent container as the delivery image) → build (gate) → evaluate (differential cases) →
-score. Every event is stored before displays see it; it knows nothing of Textual.
+score. Events go through the run's log (`icae_tui.runlog`): stored before any display sees
+them. The agent's session is in `agents/session.py`, freeze and the build gate in
+`evaluation/gate.py`, the cases in `evaluation/differential.py`. No Textual here.
 """
 
 from __future__ import annotations
 
 import asyncio
-import codecs
 import contextlib
 import logging
-import os
 import secrets
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiodocker
 
-from icae_tui.agents.base import AgentError
+from icae_tui.agents.base import Agent, AgentError
 from icae_tui.agents.registry import make_agent
-from icae_tui.bounds import RunBound
+from icae_tui.agents.session import AgentSession
 from icae_tui.domain.events import (
-    AgentCommand,
-    AgentCommandDone,
-    AgentOutput,
-    AgentSaid,
     AgentSubmitted,
-    AgentWrote,
-    BuildChecked,
     CaseFinished,
     CasesPlanned,
     Event,
@@ -43,27 +36,19 @@ from icae_tui.domain.events import (
 )
 from icae_tui.domain.results import CaseResult, Score
 from icae_tui.domain.task import Level, Split, Task
-from icae_tui.evaluation.differential import (
-    ENGINE_TROUBLE,
-    EngineLost,
-    Evaluator,
-    Sides,
-    build_error_result,
-    raise_if_engine_lost,
+from icae_tui.evaluation.differential import EngineLost, Evaluator, Sides, build_error_result
+from icae_tui.evaluation.gate import (
+    ASK_TOOL,
+    build_gate,
+    delivery_image_name,
+    freeze,
+    remove_image,
 )
 from icae_tui.evaluation.scoring import score
-from icae_tui.evaluation.sides import kill_extras
-from icae_tui.report import write_report
-from icae_tui.sandbox.containers import (
-    Container,
-    ExecResult,
-    complete_despite_cancel,
-    create_container,
-    labels_for,
-)
+from icae_tui.runlog import Display, RunLog
+from icae_tui.sandbox.containers import complete_despite_cancel, create_container
 from icae_tui.sandbox.engine import EngineUnavailable, connect, is_engine_error
-from icae_tui.sandbox.hostview import HostView, process_state
-from icae_tui.sandbox.images import ImageBuildError, ensure_task_images, wrapper_script
+from icae_tui.sandbox.images import ImageBuildError, TaskImages, ensure_task_images
 from icae_tui.sandbox.reaper import reap, reap_ask_folders, remove_run_containers
 from icae_tui.store import RunStore
 from icae_tui.users.ask_server import icae_ask_script, serving
@@ -74,13 +59,6 @@ from icae_tui.users.responders import Desk, Responder, SimulatedUser
 log = logging.getLogger(__name__)
 
 SUBMISSION_CHARS = 64 * 1024  # of the agent's final message: always stored, so bounded
-TRACE_CAP_PER_COMMAND = 256 * 1024  # bytes of one command's output shown in the trace
-# What an agent command leaves running counts as settled once unchanged this long (a server
-# started on purpose); a detached fork bomb changes until it hits the pids limit.
-LEFTOVER_SETTLE_S = 0.25
-LEFTOVER_PATIENCE_S = 5.0
-
-Subscriber = Callable[[Event], None]
 
 
 @dataclass
@@ -129,47 +107,19 @@ class Run:
         self.config = config
         self.store = store
         self.run_id = new_run_id()
+        self.log = RunLog(self.run_id, store)
         self.desk = Desk(self._auto_responder(), config.responder)
         self._running = False  # between RunStarted and RunFinished: switches are recorded
-        self._phase = "start"
         self._background: set[asyncio.Task[None]] = set()
-        self._subscribers: list[Subscriber] = []
-        self._seq = 0
-        self._events: list[Event] = []
-        self._bound = RunBound()  # what this run may store (icae_tui.bounds)
         self.leftovers_removed: list[str] = []  # found by the final sweep: a cleanup bug if any
 
-    # --- events -----------------------------------------------------------------------
+    # --- events (the log does the work) ---------------------------------------------------
 
-    def subscribe(self, callback: Subscriber) -> None:
-        self._subscribers.append(callback)
+    def subscribe(self, display: Display) -> None:
+        self.log.subscribe(display)
 
     async def emit(self, event: Event) -> None:
-        """Store the event, then show it. Past the run's bound (icae_tui.bounds) low-value
-        events are only counted: one EventsDropped says so at the first, one more gives the
-        totals just before RunFinished. Displays see exactly what is stored."""
-        if isinstance(event, PhaseChanged):
-            self._phase = event.phase
-        if isinstance(event, RunFinished) and self._bound.dropped:
-            self._publish(self._bound.summary(final=True))
-        if not self._publish(event) and self._bound.dropped == 1:
-            self._publish(self._bound.summary())
-
-    def _publish(self, event: Event) -> bool:
-        """False when the bound drops the event (it then takes no sequence number)."""
-        event.run_id, event.seq, event.ts = self.run_id, self._seq + 1, time.time()
-        payload = event.model_dump_json()
-        if not self._bound.admit(event, len(payload.encode())):
-            return False
-        self._seq += 1
-        self.store.append(event, payload)  # stored before anyone sees it: nothing is lost
-        self._events.append(event)
-        for callback in self._subscribers:
-            try:
-                callback(event)
-            except Exception:  # a broken display must not break the run, nor scribble on it
-                log.exception("event subscriber %r failed on %s", callback, type(event).__name__)
-        return True
+        await self.log.emit(event)
 
     # --- commands from displays ---------------------------------------------------------
 
@@ -200,11 +150,22 @@ class Run:
             return ModelUser(data, cfg.user_model)
         return SimulatedUser(data)
 
-    def _record_ids(self) -> tuple[list[str], list[str]]:
-        data = self.config.task.user_agent[self.config.level].oracle_data
-        task_records = [r.constraint_id for r in data.hidden_constraints if not r.generic]
-        generic = [r.constraint_id for r in data.hidden_constraints if r.generic]
-        return task_records, generic
+    def _started(self) -> RunStarted:
+        cfg, task = self.config, self.config.task
+        records = task.user_agent[cfg.level].oracle_data.hidden_constraints
+        return RunStarted(
+            task_id=task.id,
+            task_title=task.spec.title,
+            agent=cfg.agent,
+            level=cfg.level.value,
+            responder=cfg.responder,
+            budget=self.budget,
+            prd=task.prd[cfg.level],
+            task_records=[r.constraint_id for r in records if not r.generic],
+            generic_records=[r.constraint_id for r in records if r.generic],
+        )
+
+    # --- the run ------------------------------------------------------------------------
 
     async def execute(self) -> RunOutcome:
         cfg, task = self.config, self.config.task
@@ -212,19 +173,7 @@ class Run:
         self.store.create_run(
             self.run_id, task.id, cfg.agent, cfg.level.value, cfg.responder, time.time()
         )
-        await self.emit(
-            RunStarted(
-                task_id=task.id,
-                task_title=task.spec.title,
-                agent=cfg.agent,
-                level=cfg.level.value,
-                responder=cfg.responder,
-                budget=self.budget,
-                prd=task.prd[cfg.level],
-                task_records=self._record_ids()[0],
-                generic_records=self._record_ids()[1],
-            )
-        )
+        await self.emit(self._started())
         self._running = True
         outcome = RunOutcome(self.run_id, "failed", None)
         docker: aiodocker.Docker | None = None
@@ -240,7 +189,7 @@ class Run:
         except (AgentError, EngineUnavailable, ImageBuildError) as err:
             outcome = RunOutcome(self.run_id, "failed", None, str(err))
         except Exception as err:
-            message = await _explain_failure(err, self._phase)
+            message = await _explain_failure(err, self.log.phase)
             outcome = RunOutcome(self.run_id, "failed", None, message)
         finally:
             if docker is not None:
@@ -283,79 +232,65 @@ class Run:
         self._running = False
         if self._background:  # a switch recorded just before the end lands before it
             await asyncio.gather(*self._background, return_exceptions=True)
-        report_path = self.store.artifacts_dir / self.run_id / "report.json"
-        outcome.report_path = report_path
+        outcome.report_path = self.log.report_path
         await self.emit(
             RunFinished(
                 status=outcome.status,  # type: ignore[arg-type]
                 score=outcome.score,
                 error=outcome.error,
-                report_path=str(report_path),
+                report_path=str(outcome.report_path),
             )
         )
-        write_report(self._events, report_path)
+        self.log.write_report()
         overall = outcome.score.overall if outcome.score else None
         self.store.finish_run(self.run_id, outcome.status, time.time(), overall, outcome.error)
 
-    async def _phases(self, docker: aiodocker.Docker, agent) -> RunOutcome:  # noqa: ANN001
-        cfg, task = self.config, self.config.task
-
+    async def _phases(self, docker: aiodocker.Docker, agent: Agent) -> RunOutcome:
+        task = self.config.task
         await self.emit(PhaseChanged(phase="prepare", detail="images"))
+        images = await self._prepare(docker)
+        await self.emit(PhaseChanged(phase="generate", detail=agent.name))
+        delivery_image = delivery_image_name(task, self.run_id)
+        await self._generate_and_freeze(docker, agent, images, delivery_image)
+        try:
+            return await self._judge(docker, images.oracle, delivery_image)
+        finally:
+            await remove_image(docker, delivery_image)
+
+    async def _prepare(self, docker: aiodocker.Docker) -> TaskImages:
         loop = asyncio.get_running_loop()
 
         def progress(message: str) -> None:
             loop.create_task(self.emit(Progress(message=message)))
 
-        images = await ensure_task_images(docker, task, progress)
+        images = await ensure_task_images(docker, self.config.task, progress)
         await asyncio.sleep(0)  # let queued progress events land in order
+        return images
 
-        await self.emit(PhaseChanged(phase="generate", detail=agent.name))
-        delivery_image = f"icae-delivery-{task.id}:{self.run_id}"
+    async def _generate_and_freeze(
+        self, docker: aiodocker.Docker, agent: Agent, images: TaskImages, delivery_image: str
+    ) -> None:
+        cfg, task = self.config, self.config.task
+        workspace = task.spec.delivery.workspace
         async with (
             ClarificationChannel(self.desk, self.budget, self.emit) as channel,
             serving(channel, task.id) as ask_server,  # closed first: then the final count
         ):
             agent_box = await create_container(
                 docker, images.agent, run_id=self.run_id, role="agent",
-                workdir=task.spec.delivery.workspace, binds=[ask_server.bind],
+                workdir=workspace, binds=[ask_server.bind],
             )  # fmt: skip
             try:
-                await agent_box.put_files(
-                    {"/usr/local/bin/icae-ask": icae_ask_script()}, mode=0o755
+                await agent_box.put_files({ASK_TOOL: icae_ask_script()}, mode=0o755)
+                session = AgentSession(
+                    self.emit, agent_box, workspace, channel, secret_env=cfg.secret_env
                 )
-                session = _AgentSession(self, agent_box, task.spec.delivery.workspace, channel)
                 final = await agent.build(task.prd[cfg.level], session)
                 await self.emit(AgentSubmitted(message=final[:SUBMISSION_CHARS]))
-
                 await self.emit(PhaseChanged(phase="freeze", detail=delivery_image))
-                await agent_box.exec(["rm", "-f", "/usr/local/bin/icae-ask"])
-                wrapper = wrapper_script(task.spec.delivery.entry)
-                await agent_box.put_files(
-                    {f"/usr/local/bin/{task.spec.interface.tool}": wrapper}, mode=0o755
-                )
-                repo, tag = delivery_image.split(":", 1)
-                labels = labels_for(self.run_id, "delivery", ttl_s=24 * 3600)
-                committing = agent_box.commit(repo, tag, labels)
-                try:  # the engine finishes a commit it started: so does the cleanup
-                    await complete_despite_cancel(committing)
-                except BaseException:
-                    await self._remove_image(docker, delivery_image)
-                    raise
+                await freeze(agent_box, task, delivery_image, run_id=self.run_id)
             finally:
                 await agent_box.remove()
-
-        try:
-            return await self._judge(docker, images.oracle, delivery_image)
-        finally:
-            await self._remove_image(docker, delivery_image)
-
-    @staticmethod
-    async def _remove_image(docker: aiodocker.Docker, image: str) -> None:
-        async def delete() -> None:
-            with contextlib.suppress(aiodocker.DockerError):
-                await docker.images.delete(image, force=True)
-
-        await complete_despite_cancel(delete())
 
     async def _judge(
         self, docker: aiodocker.Docker, oracle_image: str, delivery_image: str
@@ -363,7 +298,8 @@ class Run:
         cfg, task = self.config, self.config.task
         refs = task.cases_in(*cfg.splits)
         await self.emit(PhaseChanged(phase="build", detail=task.spec.delivery.build))
-        build = await self._build_gate(docker, delivery_image)
+        build = await build_gate(docker, task, delivery_image, run_id=self.run_id)
+        await self.emit(build)
         await self.emit(
             CasesPlanned(
                 case_ids=[r.id for r in refs],
@@ -398,40 +334,6 @@ class Run:
         final = score(results, planned=len(refs))
         return RunOutcome(self.run_id, "completed", final, results=results)
 
-    async def _build_gate(self, docker: aiodocker.Docker, image: str) -> BuildChecked:
-        spec = self.config.task.spec.delivery
-        res: ExecResult | None = None
-        refused = ""
-        for _ in range(2):  # a gate the engine refused is tried once more, in a new container
-            try:
-                box = await create_container(docker, image, run_id=self.run_id, role="build")
-                try:
-                    res = await box.exec(spec.build, workdir=spec.workspace, timeout_s=300)
-                finally:
-                    await asyncio.shield(box.remove())
-                break
-            except ENGINE_TROUBLE as err:  # a bug of ours is no refusal: it fails the run
-                await raise_if_engine_lost(err)
-                refused = f"{type(err).__name__}: {err}"[:300]
-        if res is None:  # refused twice: the delivery (its image, its build) failed the gate
-            reason = f"the engine could not run the build gate: {refused}"
-            event = BuildChecked(ok=False, exit_code=None, reason=reason)
-            await self.emit(event)
-            return event
-        out = res.stdout.decode(errors="replace")[-4000:]
-        err = res.stderr.decode(errors="replace")[-4000:]
-        ok = res.exit_code == 0 and not res.timed_out
-        if ok:
-            reason = "build passed"
-        elif res.timed_out:
-            reason = "build gate timed out"
-        else:
-            last = (err.strip() or out.strip() or "no output").splitlines()[-1][:200]
-            reason = f"build failed (exit {res.exit_code}): {last}"
-        event = BuildChecked(ok=ok, exit_code=res.exit_code, reason=reason, stdout=out, stderr=err)
-        await self.emit(event)
-        return event
-
 
 async def _explain_failure(err: Exception, phase: str) -> str:
     """One line a person can act on: was it the engine, a container, or our own bug?"""
@@ -447,111 +349,3 @@ async def _explain_failure(err: Exception, phase: str) -> str:
         if isinstance(err, aiodocker.DockerError):
             return f"Docker refused an operation during {phase} ({detail})"
     return f"run failed during {phase}: {detail}"
-
-
-class _AgentSession:
-    """AgentContext for agents driven from the host: every action becomes an event."""
-
-    def __init__(self, run: Run, box: Container, workspace: str, channel: ClarificationChannel):
-        self._run = run
-        self.box = box
-        self.workspace = workspace
-        self.channel = channel
-        self._view: HostView | None = None
-        self._probed = False
-
-    async def _host_view(self) -> HostView | None:
-        """The agent container's cgroups, seen from the host (None with a remote engine)."""
-        if not self._probed:
-            self._probed = True
-            with contextlib.suppress(aiodocker.DockerError):
-                self._view = HostView.probe(await self.box.raw.show())
-        return self._view
-
-    async def _aftermath(
-        self, view: HostView, before: set[int], hits: int
-    ) -> tuple[bool, int, bool]:
-        """Whether a command hit the pids limit, how many processes it left running, and
-        whether those were killed.
-
-        A detached fork bomb reaches the limit only after its command returned, so what it
-        left is watched until it hits the limit, ends, or stays unchanged for a moment.
-        At the limit no further step could start (the engine's exec fails with 125), so what
-        the command left is killed from the host; processes of earlier steps are kept.
-        Below the limit nothing is killed: an agent may start a server on purpose."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + LEFTOVER_PATIENCE_S
-        alive, since = _alive(view, before), loop.time()
-        while alive and view.pids_limit_hits() == hits:
-            if loop.time() - since >= LEFTOVER_SETTLE_S or loop.time() > deadline:
-                break
-            await asyncio.sleep(0.02)  # the watch's poll interval
-            now = _alive(view, before)
-            if now != alive:
-                alive, since = now, loop.time()
-        capped = view.pids_limit_hits() > hits
-        left = len(_alive(view, before)) if capped else len(alive)
-        killed = False
-        if capped and left:
-            killed = await asyncio.to_thread(kill_extras, view, before)
-        return capped, left, killed
-
-    async def say(self, text: str) -> None:
-        await self._run.emit(AgentSaid(text=text))
-
-    async def ask(self, question: str) -> str:
-        answer = await self.channel.ask(question)
-        return f"{answer.text}\n[{answer.remaining} question(s) left]"
-
-    async def write(self, path: str, content: str, mode: int = 0o644) -> None:
-        data = content.encode()
-        await self.box.put_files({path: data}, mode=mode)
-        await self._run.emit(AgentWrote(path=path, size=len(data)))
-
-    async def run(self, command: str, timeout_s: float = 60.0) -> ExecResult:
-        await self._run.emit(AgentCommand(command=command))
-        decoders = {
-            s: codecs.getincrementaldecoder("utf-8")("replace") for s in ("stdout", "stderr")
-        }
-        shown = 0
-
-        async def on_output(stream: str, chunk: bytes) -> None:
-            nonlocal shown
-            if shown >= TRACE_CAP_PER_COMMAND:
-                return
-            chunk = chunk[: TRACE_CAP_PER_COMMAND - shown]
-            shown += len(chunk)
-            text = decoders[stream].decode(chunk)
-            if shown >= TRACE_CAP_PER_COMMAND:
-                text += "\n[… output truncated in the trace …]\n"
-            if text:
-                await self._run.emit(AgentOutput(stream=stream, text=text))  # type: ignore[arg-type]
-
-        secrets = {k: os.environ[k] for k in self._run.config.secret_env if k in os.environ}
-        view = await self._host_view()
-        before = (view.procs() or set()) if view else set()
-        hits = view.pids_limit_hits() if view else 0
-        res = await self.box.exec(
-            command, timeout_s=timeout_s, workdir=self.workspace, on_output=on_output, env=secrets
-        )
-        capped, left, killed = (
-            await self._aftermath(view, before, hits) if view else (False, 0, False)
-        )
-        await self._run.emit(
-            AgentCommandDone(
-                command=command,
-                exit_code=res.exit_code,
-                duration_s=round(res.duration_s, 3),
-                timed_out=res.timed_out,
-                pids_capped=capped,
-                left_running=left,
-                killed_left=killed,
-            )
-        )
-        return res
-
-
-def _alive(view: HostView, keep: set[int]) -> frozenset[int]:
-    """Processes in the container's cgroup, other than `keep`, that are not exiting."""
-    procs = (view.procs() or set()) - keep
-    return frozenset(p for p in procs if process_state(p) not in ("Z", "X", ""))

@@ -1,0 +1,155 @@
+"""The session of an agent driven from the host: its hands in the container, its voice.
+
+Every action becomes an event: what it says, the files it writes, each command with its
+output (the first TRACE_CAP_PER_COMMAND bytes) and how it ended — including whether it hit
+the container's process limit and what it left running — and every question it asks, which
+goes through the run's budgeted clarification channel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import os
+from collections.abc import Awaitable, Callable
+
+import aiodocker
+
+from icae_tui.domain.events import (
+    AgentCommand,
+    AgentCommandDone,
+    AgentOutput,
+    AgentSaid,
+    AgentWrote,
+    Event,
+)
+from icae_tui.evaluation.sides import kill_extras
+from icae_tui.sandbox.containers import Container, ExecResult
+from icae_tui.sandbox.hostview import HostView, process_state
+from icae_tui.users.channel import ClarificationChannel
+
+Emit = Callable[[Event], Awaitable[None]]
+
+TRACE_CAP_PER_COMMAND = 256 * 1024  # bytes of one command's output shown in the trace
+# What an agent command leaves running counts as settled once unchanged this long (a server
+# started on purpose); a detached fork bomb changes until it hits the pids limit.
+LEFTOVER_SETTLE_S = 0.25
+LEFTOVER_PATIENCE_S = 5.0
+
+
+class AgentSession:
+    """AgentContext for agents driven from the host: every action becomes an event."""
+
+    def __init__(
+        self,
+        emit: Emit,
+        box: Container,
+        workspace: str,
+        channel: ClarificationChannel,
+        *,
+        secret_env: tuple[str, ...] = (),
+    ) -> None:
+        self._emit = emit
+        self._secret_env = secret_env
+        self.box = box
+        self.workspace = workspace
+        self.channel = channel
+        self._view: HostView | None = None
+        self._probed = False
+
+    async def _host_view(self) -> HostView | None:
+        """The agent container's cgroups, seen from the host (None with a remote engine)."""
+        if not self._probed:
+            self._probed = True
+            with contextlib.suppress(aiodocker.DockerError):
+                self._view = HostView.probe(await self.box.raw.show())
+        return self._view
+
+    async def _aftermath(
+        self, view: HostView, before: set[int], hits: int
+    ) -> tuple[bool, int, bool]:
+        """Whether a command hit the pids limit, how many processes it left running, and
+        whether those were killed.
+
+        A detached fork bomb reaches the limit only after its command returned, so what it
+        left is watched until it hits the limit, ends, or stays unchanged for a moment.
+        At the limit no further step could start (the engine's exec fails with 125), so what
+        the command left is killed from the host; processes of earlier steps are kept.
+        Below the limit nothing is killed: an agent may start a server on purpose."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + LEFTOVER_PATIENCE_S
+        alive, since = _alive(view, before), loop.time()
+        while alive and view.pids_limit_hits() == hits:
+            if loop.time() - since >= LEFTOVER_SETTLE_S or loop.time() > deadline:
+                break
+            await asyncio.sleep(0.02)  # the watch's poll interval
+            now = _alive(view, before)
+            if now != alive:
+                alive, since = now, loop.time()
+        capped = view.pids_limit_hits() > hits
+        left = len(_alive(view, before)) if capped else len(alive)
+        killed = False
+        if capped and left:
+            killed = await asyncio.to_thread(kill_extras, view, before)
+        return capped, left, killed
+
+    async def say(self, text: str) -> None:
+        await self._emit(AgentSaid(text=text))
+
+    async def ask(self, question: str) -> str:
+        answer = await self.channel.ask(question)
+        return f"{answer.text}\n[{answer.remaining} question(s) left]"
+
+    async def write(self, path: str, content: str, mode: int = 0o644) -> None:
+        data = content.encode()
+        await self.box.put_files({path: data}, mode=mode)
+        await self._emit(AgentWrote(path=path, size=len(data)))
+
+    async def run(self, command: str, timeout_s: float = 60.0) -> ExecResult:
+        await self._emit(AgentCommand(command=command))
+        decoders = {
+            s: codecs.getincrementaldecoder("utf-8")("replace") for s in ("stdout", "stderr")
+        }
+        shown = 0
+
+        async def on_output(stream: str, chunk: bytes) -> None:
+            nonlocal shown
+            if shown >= TRACE_CAP_PER_COMMAND:
+                return
+            chunk = chunk[: TRACE_CAP_PER_COMMAND - shown]
+            shown += len(chunk)
+            text = decoders[stream].decode(chunk)
+            if shown >= TRACE_CAP_PER_COMMAND:
+                text += "\n[… output truncated in the trace …]\n"
+            if text:
+                await self._emit(AgentOutput(stream=stream, text=text))  # type: ignore[arg-type]
+
+        secrets = {k: os.environ[k] for k in self._secret_env if k in os.environ}
+        view = await self._host_view()
+        before = (view.procs() or set()) if view else set()
+        hits = view.pids_limit_hits() if view else 0
+        res = await self.box.exec(
+            command, timeout_s=timeout_s, workdir=self.workspace, on_output=on_output, env=secrets
+        )
+        capped, left, killed = (
+            await self._aftermath(view, before, hits) if view else (False, 0, False)
+        )
+        await self._emit(
+            AgentCommandDone(
+                command=command,
+                exit_code=res.exit_code,
+                duration_s=round(res.duration_s, 3),
+                timed_out=res.timed_out,
+                pids_capped=capped,
+                left_running=left,
+                killed_left=killed,
+            )
+        )
+        return res
+
+
+def _alive(view: HostView, keep: set[int]) -> frozenset[int]:
+    """Processes in the container's cgroup, other than `keep`, that are not exiting."""
+    procs = (view.procs() or set()) - keep
+    return frozenset(p for p in procs if process_state(p) not in ("Z", "X", ""))

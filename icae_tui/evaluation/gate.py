@@ -1,0 +1,92 @@
+"""Between the agent and the cases: freeze the delivery, then the build gate.
+
+Freeze: the agent's container, with the clarification tool taken out and the task's tool
+wrapper put in, is committed as the delivery image — what the cases will run, and all of it.
+Build gate: the task's build command in a fresh delivery container must exit 0, else every
+case is a `build_error`. A gate the engine refused is tried once more in a new container;
+refused twice, the delivery failed the gate (an agent must not dodge its cases that way).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import aiodocker
+
+from icae_tui.domain.events import BuildChecked
+from icae_tui.domain.task import Task
+from icae_tui.evaluation.differential import ENGINE_TROUBLE, raise_if_engine_lost
+from icae_tui.sandbox.containers import (
+    Container,
+    ExecResult,
+    complete_despite_cancel,
+    create_container,
+    labels_for,
+)
+from icae_tui.sandbox.images import wrapper_script
+
+ASK_TOOL = "/usr/local/bin/icae-ask"
+DELIVERY_TTL_S = 24 * 3600  # a delivery image outlives its run only if the run crashed
+BUILD_TIMEOUT_S = 300
+BUILD_LOG_CHARS = 4000  # of each stream, kept on the BuildChecked event
+
+
+def delivery_image_name(task: Task, run_id: str) -> str:
+    return f"icae-delivery-{task.id}:{run_id}"
+
+
+async def freeze(agent_box: Container, task: Task, image: str, *, run_id: str) -> None:
+    """Commit the agent's container as `image`. The engine finishes a commit it started even
+    if we are cancelled meanwhile, so on any failure the image is removed again."""
+    await agent_box.exec(["rm", "-f", ASK_TOOL])
+    wrapper = wrapper_script(task.spec.delivery.entry)
+    await agent_box.put_files({f"/usr/local/bin/{task.spec.interface.tool}": wrapper}, mode=0o755)
+    repo, tag = image.split(":", 1)
+    labels = labels_for(run_id, "delivery", ttl_s=DELIVERY_TTL_S)
+    try:
+        await complete_despite_cancel(agent_box.commit(repo, tag, labels))
+    except BaseException:
+        await remove_image(agent_box.docker, image)
+        raise
+
+
+async def remove_image(docker: aiodocker.Docker, image: str) -> None:
+    async def delete() -> None:
+        with contextlib.suppress(aiodocker.DockerError):
+            await docker.images.delete(image, force=True)
+
+    await complete_despite_cancel(delete())
+
+
+async def build_gate(
+    docker: aiodocker.Docker, task: Task, image: str, *, run_id: str
+) -> BuildChecked:
+    spec = task.spec.delivery
+    res: ExecResult | None = None
+    refused = ""
+    for _ in range(2):
+        try:
+            box = await create_container(docker, image, run_id=run_id, role="build")
+            try:
+                res = await box.exec(spec.build, workdir=spec.workspace, timeout_s=BUILD_TIMEOUT_S)
+            finally:
+                await asyncio.shield(box.remove())
+            break
+        except ENGINE_TROUBLE as err:  # a bug of ours is no refusal: it fails the run
+            await raise_if_engine_lost(err)
+            refused = f"{type(err).__name__}: {err}"[:300]
+    if res is None:
+        reason = f"the engine could not run the build gate: {refused}"
+        return BuildChecked(ok=False, exit_code=None, reason=reason)
+    out = res.stdout.decode(errors="replace")[-BUILD_LOG_CHARS:]
+    err = res.stderr.decode(errors="replace")[-BUILD_LOG_CHARS:]
+    ok = res.exit_code == 0 and not res.timed_out
+    if ok:
+        reason = "build passed"
+    elif res.timed_out:
+        reason = "build gate timed out"
+    else:
+        last = (err.strip() or out.strip() or "no output").splitlines()[-1][:200]
+        reason = f"build failed (exit {res.exit_code}): {last}"
+    return BuildChecked(ok=ok, exit_code=res.exit_code, reason=reason, stdout=out, stderr=err)
