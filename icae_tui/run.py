@@ -274,7 +274,7 @@ class Run:
         workspace = task.spec.delivery.workspace
         async with (
             ClarificationChannel(self.desk, self.budget, self.emit) as channel,
-            serving(channel, task.id) as ask_server,  # closed first: then the final count
+            serving(channel) as ask_server,  # closed first: then the final count
         ):
             agent_box = await create_container(
                 docker, images.agent, run_id=self.run_id, role="agent",
