@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from icae_tui.catalog import Catalog, load_catalog
-from icae_tui.domain.task import Level, Task
+from icae_tui.domain.states import ResponderMode
+from icae_tui.domain.task import Level, Split, Task
 from icae_tui.safe_text import printable
 from icae_tui.store import RunStore, default_home
 
@@ -54,7 +55,7 @@ def cmd_tasks(args: argparse.Namespace) -> int:
         return cmd_tasks_verify(args)
     catalog = _catalog(args)
     for task in catalog.tasks.values():
-        counts = {s: len(task.cases_in(s)) for s in ("public", "hidden", "enhanced")}  # type: ignore[arg-type]
+        counts = {s.value: len(task.cases_in(s)) for s in Split}
         print(
             f"{task.id:<12} {task.spec.interface.kind:<10} "
             f"public {counts['public']:>3} · hidden {counts['hidden']:>3} · "
@@ -264,7 +265,7 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--task", required=True)
     run.add_argument("--agent", default="scripted:good", help="e.g. scripted:good")
     run.add_argument("--level", default="L1", choices=[lv.value for lv in Level])
-    run.add_argument("--responder", default="simulated", choices=["simulated", "human", "assisted"],
+    run.add_argument("--responder", default="simulated", choices=[m.value for m in ResponderMode],
                      help="who answers: the simulated user; you on stdin; or you, "
                      "starting from the simulated user's draft")  # fmt: skip
     run.add_argument("--budget", type=COUNT, default=None,

@@ -35,6 +35,7 @@ from icae_tui.domain.events import (
     ScoreUpdated,
 )
 from icae_tui.domain.results import CaseResult, Score
+from icae_tui.domain.states import Phase, ResponderMode, RunStatus
 from icae_tui.domain.task import Level, Split, Task
 from icae_tui.evaluation.differential import EngineLost, Evaluator, Sides, build_error_result
 from icae_tui.evaluation.gate import (
@@ -66,7 +67,7 @@ class RunConfig:
     task: Task
     agent: str = "scripted:good"
     level: Level = Level.L1
-    responder: str = "simulated"  # the desk's first mode: simulated, human or assisted
+    responder: ResponderMode = ResponderMode.SIMULATED  # the desk's first mode
     user_model: ModelConfig | None = None  # the automatic user: a model instead of matching
     # Host environment variables an agent's commands may see (e.g. its model key): passed
     # per exec, never set on the container, so `docker inspect` and the delivery don't hold them.
@@ -84,8 +85,11 @@ class RunConfig:
             raise ValueError(f"concurrency must be at least 1, not {self.concurrency}")
         if self.pace_s is not None and self.pace_s < 0:
             raise ValueError(f"pace must be 0 s or more, not {self.pace_s}")
-        if self.responder not in ("simulated", "human", "assisted"):
-            raise ValueError(f"responder must be simulated, human or assisted: {self.responder!r}")
+        try:
+            self.responder = ResponderMode(self.responder)
+        except ValueError:
+            modes = ", ".join(ResponderMode)
+            raise ValueError(f"responder must be one of {modes}: {self.responder!r}") from None
 
 
 def new_run_id() -> str:
@@ -95,7 +99,7 @@ def new_run_id() -> str:
 @dataclass
 class RunOutcome:
     run_id: str
-    status: str
+    status: RunStatus
     score: Score | None
     error: str = ""
     report_path: Path | None = None
@@ -127,9 +131,10 @@ class Run:
         """The operator's answer to a waiting question (human and assisted modes)."""
         return self.desk.answer(question_id, text)
 
-    def set_responder(self, mode: str) -> bool:
+    def set_responder(self, mode: ResponderMode | str) -> bool:
         """Switch who answers, at any moment of the run; a waiting question follows the new
         mode. False (and nothing recorded) before the run started or after it finished."""
+        mode = ResponderMode(mode)
         if not self._running or mode == self.desk.mode:
             return False
         self.desk.set_mode(mode)
@@ -175,7 +180,7 @@ class Run:
         )
         await self.emit(self._started())
         self._running = True
-        outcome = RunOutcome(self.run_id, "failed", None)
+        outcome = RunOutcome(self.run_id, RunStatus.FAILED, None)
         docker: aiodocker.Docker | None = None
         try:
             agent = make_agent(cfg.agent, task, pace_s=cfg.pace_s)
@@ -183,14 +188,16 @@ class Run:
             await self._sweep(docker)
             outcome = await self._phases(docker, agent)
         except asyncio.CancelledError:
-            outcome = RunOutcome(self.run_id, "cancelled", None, "cancelled by the operator")
+            outcome = RunOutcome(
+                self.run_id, RunStatus.CANCELLED, None, "cancelled by the operator"
+            )
             await asyncio.shield(self._finish(outcome))
             raise
         except (AgentError, EngineUnavailable, ImageBuildError) as err:
-            outcome = RunOutcome(self.run_id, "failed", None, str(err))
+            outcome = RunOutcome(self.run_id, RunStatus.FAILED, None, str(err))
         except Exception as err:
             message = await _explain_failure(err, self.log.phase)
-            outcome = RunOutcome(self.run_id, "failed", None, message)
+            outcome = RunOutcome(self.run_id, RunStatus.FAILED, None, message)
         finally:
             if docker is not None:
                 await self._remove_leftovers(docker)
@@ -235,7 +242,7 @@ class Run:
         outcome.report_path = self.log.report_path
         await self.emit(
             RunFinished(
-                status=outcome.status,  # type: ignore[arg-type]
+                status=outcome.status,
                 score=outcome.score,
                 error=outcome.error,
                 report_path=str(outcome.report_path),
@@ -247,9 +254,9 @@ class Run:
 
     async def _phases(self, docker: aiodocker.Docker, agent: Agent) -> RunOutcome:
         task = self.config.task
-        await self.emit(PhaseChanged(phase="prepare", detail="images"))
+        await self.emit(PhaseChanged(phase=Phase.PREPARE, detail="images"))
         images = await self._prepare(docker)
-        await self.emit(PhaseChanged(phase="generate", detail=agent.name))
+        await self.emit(PhaseChanged(phase=Phase.GENERATE, detail=agent.name))
         delivery_image = delivery_image_name(task, self.run_id)
         await self._generate_and_freeze(docker, agent, images, delivery_image)
         try:
@@ -287,7 +294,7 @@ class Run:
                 )
                 final = await agent.build(task.prd[cfg.level], session)
                 await self.emit(AgentSubmitted(message=final[:SUBMISSION_CHARS]))
-                await self.emit(PhaseChanged(phase="freeze", detail=delivery_image))
+                await self.emit(PhaseChanged(phase=Phase.FREEZE, detail=delivery_image))
                 await freeze(agent_box, task, delivery_image, run_id=self.run_id)
             finally:
                 await agent_box.remove()
@@ -297,7 +304,7 @@ class Run:
     ) -> RunOutcome:
         cfg, task = self.config, self.config.task
         refs = task.cases_in(*cfg.splits)
-        await self.emit(PhaseChanged(phase="build", detail=task.spec.delivery.build))
+        await self.emit(PhaseChanged(phase=Phase.BUILD, detail=task.spec.delivery.build))
         build = await build_gate(docker, task, delivery_image, run_id=self.run_id)
         await self.emit(build)
         await self.emit(
@@ -316,9 +323,9 @@ class Run:
             final = score(results, planned=len(refs), build_ok=False)
             final.overall = final.macro = 0.0
             await self.emit(ScoreUpdated(score=final))
-            return RunOutcome(self.run_id, "completed", final, results=results)
+            return RunOutcome(self.run_id, RunStatus.COMPLETED, final, results=results)
 
-        await self.emit(PhaseChanged(phase="evaluate", detail=f"{len(refs)} cases"))
+        await self.emit(PhaseChanged(phase=Phase.EVALUATE, detail=f"{len(refs)} cases"))
         sides = Sides(oracle_image=oracle_image, delivery_image=delivery_image)
         async with (
             Evaluator(docker, task, sides, run_id=self.run_id, concurrency=cfg.concurrency) as ev,
@@ -330,9 +337,9 @@ class Run:
                 results.append(result)
                 await self.emit(CaseFinished(result=result))
                 await self.emit(ScoreUpdated(score=score(results, planned=len(refs))))
-        await self.emit(PhaseChanged(phase="score"))
+        await self.emit(PhaseChanged(phase=Phase.SCORE))
         final = score(results, planned=len(refs))
-        return RunOutcome(self.run_id, "completed", final, results=results)
+        return RunOutcome(self.run_id, RunStatus.COMPLETED, final, results=results)
 
 
 async def _explain_failure(err: Exception, phase: str) -> str:

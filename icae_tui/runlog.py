@@ -32,7 +32,7 @@ class RunLog:
     def __init__(self, run_id: str, store: RunStore) -> None:
         self.run_id = run_id
         self.store = store
-        self.phase = "start"  # the last phase announced: failures say where they happened
+        self.phase = "start"  # the last phase announced (a Phase): failures say where
         self._displays: list[Display] = []
         self._seq = 0
         self._events: list[Event] = []

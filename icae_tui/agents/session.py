@@ -24,6 +24,7 @@ from icae_tui.domain.events import (
     AgentWrote,
     Event,
 )
+from icae_tui.domain.states import Stream
 from icae_tui.evaluation.sides import kill_extras
 from icae_tui.sandbox.containers import Container, ExecResult
 from icae_tui.sandbox.hostview import HostView, process_state
@@ -123,7 +124,7 @@ class AgentSession:
             if shown >= TRACE_CAP_PER_COMMAND:
                 text += "\n[… output truncated in the trace …]\n"
             if text:
-                await self._emit(AgentOutput(stream=stream, text=text))  # type: ignore[arg-type]
+                await self._emit(AgentOutput(stream=Stream(stream), text=text))
 
         secrets = {k: os.environ[k] for k in self._secret_env if k in os.environ}
         view = await self._host_view()

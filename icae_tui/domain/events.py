@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from icae_tui.domain.results import CaseResult, Score
+from icae_tui.domain.states import AnsweredBy, Phase, ResponderMode, RunStatus, Stream
 
 
 class Event(BaseModel):
@@ -28,7 +29,7 @@ class RunStarted(Event):
     task_title: str
     agent: str
     level: str
-    responder: str
+    responder: ResponderMode
     budget: int
     prd: str
     # ids only (never content): what the level's records are, for interaction metrics
@@ -40,7 +41,7 @@ class PhaseChanged(Event):
     """prepare → generate → freeze → build → evaluate → score."""
 
     kind: Literal["phase"] = "phase"
-    phase: str
+    phase: Phase
     detail: str = ""
 
 
@@ -71,7 +72,7 @@ class AgentOutput(Event):
     """A chunk of a command's output, decoded with replacement; displays must escape it."""
 
     kind: Literal["agent_output"] = "agent_output"
-    stream: Literal["stdout", "stderr"]
+    stream: Stream
     text: str
 
 
@@ -104,7 +105,7 @@ class QuestionAsked(Event):
     question_id: int
     text: str
     remaining_before: int
-    mode: str = "simulated"
+    mode: AnsweredBy = AnsweredBy.SIMULATED
     via: str = "agent"  # agent (host-driven) or socket (icae-ask / ICAE wire shape)
     draft: str = ""
     draft_records: list[str] = Field(default_factory=list)
@@ -119,7 +120,7 @@ class QuestionAnswered(Event):
     scores: dict[str, float] = Field(default_factory=dict)
     fallback: bool = False
     over_budget: bool = False
-    responder: str = "simulated"  # simulated, model, human, assisted, budget
+    responder: AnsweredBy = AnsweredBy.SIMULATED
     edited: bool = False  # assisted: the operator changed the draft before sending
     model: str = ""  # model mode: which model chose or rephrased
     runner_up: str = ""  # the best record not chosen, with its score in `scores`
@@ -157,7 +158,7 @@ class EventsDropped(Event):
 
 class ResponderChanged(Event):
     kind: Literal["responder"] = "responder"
-    mode: str
+    mode: ResponderMode
     by: str = "operator"
 
 
@@ -197,7 +198,7 @@ class ScoreUpdated(Event):
 
 class RunFinished(Event):
     kind: Literal["run_finished"] = "run_finished"
-    status: Literal["completed", "failed", "cancelled", "interrupted"]
+    status: RunStatus
     score: Score | None = None
     error: str = ""
     report_path: str = ""

@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from icae_tui.domain.task import Split
+
 
 class Verdict(StrEnum):
     ACCEPTED = "accepted"
@@ -71,7 +73,7 @@ class SideRun(BaseModel):
 
 class CaseResult(BaseModel):
     case_id: str
-    split: str
+    split: Split
     pattern: str
     command: str
     verdict: Verdict

@@ -17,10 +17,11 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from icae_tui.domain.states import ResponderMode
 from icae_tui.domain.task import OracleData
 from icae_tui.users.matching import match, prepare
 
-MODES = ("simulated", "human", "assisted")
+MODES = tuple(ResponderMode)  # in the order the console cycles through them
 
 
 @dataclass(frozen=True)
@@ -67,14 +68,21 @@ def grounded_reply(question: str, data: OracleData, *, responder: str = "simulat
     return Reply(text, [c.record_id for c in result.chosen], scores, runner_up, responder=responder)
 
 
+def _mode(mode: ResponderMode | str) -> ResponderMode:
+    try:
+        return ResponderMode(mode)
+    except ValueError:
+        raise ValueError(f"responder mode {mode!r}: choose one of {', '.join(MODES)}") from None
+
+
 class Desk:
     """The current responder mode, and the operator's answers to waiting questions."""
 
-    def __init__(self, auto: Responder, mode: str = "simulated") -> None:
-        if mode not in MODES:
-            raise ValueError(f"responder mode {mode!r}: choose one of {', '.join(MODES)}")
+    def __init__(
+        self, auto: Responder, mode: ResponderMode | str = ResponderMode.SIMULATED
+    ) -> None:
         self.auto = auto
-        self.mode = mode
+        self.mode = _mode(mode)
         self._answers: dict[int, asyncio.Future[str]] = {}
         self._switched = asyncio.Event()
 
@@ -82,10 +90,8 @@ class Desk:
     def waiting(self) -> list[int]:
         return sorted(q for q, f in self._answers.items() if not f.done())
 
-    def set_mode(self, mode: str) -> None:
-        if mode not in MODES:
-            raise ValueError(f"responder mode {mode!r}: choose one of {', '.join(MODES)}")
-        self.mode = mode
+    def set_mode(self, mode: ResponderMode | str) -> None:
+        self.mode = _mode(mode)
         self._switched.set()
 
     def park(self, question_id: int) -> None:
@@ -110,7 +116,7 @@ class Desk:
             while True:
                 if fut.done():
                     return self._operator_reply(fut.result(), draft)
-                if self.mode == "simulated":
+                if self.mode is ResponderMode.SIMULATED:
                     return draft
                 self._switched.clear()
                 switched = asyncio.ensure_future(self._switched.wait())

@@ -1,0 +1,48 @@
+"""The named states of a run, one definition each. StrEnums: they are stored and shown as
+their values, and compare equal to those strings (stored runs and tests keep working)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Phase(StrEnum):
+    """A run's phases, in order."""
+
+    PREPARE = "prepare"
+    GENERATE = "generate"
+    FREEZE = "freeze"
+    BUILD = "build"
+    EVALUATE = "evaluate"
+    SCORE = "score"
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    INTERRUPTED = "interrupted"  # its owner process died; closed by the next start or reap
+
+
+class ResponderMode(StrEnum):
+    """Who answers the agent's questions right now; the operator switches at any moment."""
+
+    SIMULATED = "simulated"
+    HUMAN = "human"
+    ASSISTED = "assisted"
+
+
+class AnsweredBy(StrEnum):
+    """Who gave one answer: a mode's responder, the model user, or the budget's refusal."""
+
+    SIMULATED = "simulated"
+    MODEL = "model"
+    HUMAN = "human"
+    ASSISTED = "assisted"
+    BUDGET = "budget"
+
+
+class Stream(StrEnum):
+    STDOUT = "stdout"
+    STDERR = "stderr"
