@@ -4,6 +4,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/env.sh
 .venv/bin/ruff check icae_tui tests benchmarks
+# The verdict ladder is pure: its table tests need no Docker and must cover nearly all of it.
+.venv/bin/python -m pytest -q -p no:cacheprovider tests/test_verdict.py tests/test_verdict_faults.py \
+  --cov=icae_tui.evaluation.verdict --cov-report=term-missing --cov-fail-under=95
 export ICAE_REQUIRE_DOCKER=1
 export ICAE_HOME="${ICAE_HOME:-$(mktemp -d)}"
 exec .venv/bin/python -m pytest -q "$@"

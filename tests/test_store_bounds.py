@@ -28,8 +28,8 @@ from icae_tui.domain.events import (
 )
 from icae_tui.domain.results import CaseResult, Score, SideRun, Verdict
 from icae_tui.domain.task import Level
-from icae_tui.evaluation.differential import _same_effects
 from icae_tui.evaluation.sidefx import CHANGES_CAP, CHANGES_JSON_CAP, to_file_changes
+from icae_tui.evaluation.verdict import same_effects
 from icae_tui.report import build_report
 from icae_tui.run import Run, RunConfig
 from icae_tui.users.channel import MAX_QUESTION_CHARS, budget_spent_text
@@ -67,8 +67,8 @@ def test_side_effects_capped_with_true_count_and_digest():
     # the same huge change set compares equal; a difference past the cap still counts
     same, other = _side(_flood_diff(20_000)), _side(_flood_diff(20_000, odd="x"))
     assert same.changes == other.changes  # what was kept cannot tell them apart
-    assert _same_effects(same, _side(diff)) and not _same_effects(same, other)
-    assert not _same_effects(same, _side(_flood_diff(19_999)))
+    assert same_effects(same, _side(diff)) and not same_effects(same, other)
+    assert not same_effects(same, _side(_flood_diff(19_999)))
 
 
 def test_long_paths_fill_the_byte_cap_first():

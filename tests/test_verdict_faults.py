@@ -11,13 +11,8 @@ import pytest
 from icae_tui.domain.events import AgentCommandDone
 from icae_tui.domain.results import SideRun, Verdict
 from icae_tui.domain.task import Case, CaseRef, Split, Task, TaskSpec
-from icae_tui.evaluation.differential import (
-    EngineLost,
-    _SideFault,
-    _SideOutcome,
-    fault_result,
-    judge,
-)
+from icae_tui.evaluation.differential import EngineLost
+from icae_tui.evaluation.verdict import SideFault, SideOutcome, fault_result, judge
 from icae_tui.headless import PlainPrinter
 from icae_tui.run import _explain_failure
 
@@ -41,7 +36,7 @@ TASK = Task(
 REF = CaseRef(split=Split.HIDDEN, stem="h", index=0, case=Case(command="tool x"), pattern="p")
 
 
-def side(stdout: str = "ok\n", exit_code: int | None = 0, **kw: object) -> _SideOutcome:
+def side(stdout: str = "ok\n", exit_code: int | None = 0, **kw: object) -> SideOutcome:
     run = SideRun(
         exit_code=exit_code,
         stdout=stdout,
@@ -51,7 +46,7 @@ def side(stdout: str = "ok\n", exit_code: int | None = 0, **kw: object) -> _Side
         stderr_sha256=hashlib.sha256(b"").hexdigest(),
         **kw,  # type: ignore[arg-type]
     )
-    return _SideOutcome(run, stdout.encode())
+    return SideOutcome(run, stdout.encode())
 
 
 LEFT = "; left 3 process(es) running"
@@ -72,7 +67,7 @@ TABLE = [
 
 @pytest.mark.parametrize(("delivery", "oracle", "verdict", "reason"), TABLE)
 def test_processes_left_running_are_noted_and_the_verdict_is_unchanged(
-    delivery: _SideOutcome, oracle: _SideOutcome, verdict: Verdict, reason: str
+    delivery: SideOutcome, oracle: SideOutcome, verdict: Verdict, reason: str
 ) -> None:
     result = judge(TASK, REF, oracle, delivery)
     assert result.verdict == verdict
@@ -81,7 +76,7 @@ def test_processes_left_running_are_noted_and_the_verdict_is_unchanged(
     assert result.passed == (verdict == Verdict.ACCEPTED)
 
 
-REFUSED = _SideFault(aiodocker.DockerError(404, {"message": "No such container: abc"}))
+REFUSED = SideFault(aiodocker.DockerError(404, {"message": "No such container: abc"}))
 
 
 @pytest.mark.parametrize(
@@ -97,8 +92,8 @@ REFUSED = _SideFault(aiodocker.DockerError(404, {"message": "No such container: 
     ],
 )
 def test_a_side_the_engine_refused_twice(
-    oracles: list[_SideOutcome | _SideFault],
-    delivery: _SideOutcome | _SideFault,
+    oracles: list[SideOutcome | SideFault],
+    delivery: SideOutcome | SideFault,
     verdict: Verdict,
 ) -> None:
     result = fault_result(TASK, REF, oracles, delivery)
@@ -107,7 +102,7 @@ def test_a_side_the_engine_refused_twice(
     assert "the engine could not run or inspect" in result.reason
     assert "No such container" in result.reason
     assert not result.passed
-    if isinstance(delivery, _SideOutcome):
+    if isinstance(delivery, SideOutcome):
         assert result.delivery == delivery.run
 
 

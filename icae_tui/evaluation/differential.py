@@ -3,12 +3,8 @@
 Per side and case: take a fresh-state container from the side's pool, write the fixtures,
 run `prep`, snapshot the file system, run the case (stdin from `input`) under a timeout and
 an output cap, snapshot again. Both sides run concurrently; cases run concurrently up to a
-bound sized to the machine. Then the comparison ladder gives one verdict per case:
-
-  Oracle ok → Processes → Time → Memory → Output → Exec (same exit code) → SP (same effective side
-  effects) → EM (stdout, whitespace-normalised) → stderr (same normalisation)
-
-FM (normalised similarity ≥ threshold) is reported beside EM.
+bound sized to the machine. Then the comparison ladder (verdict.py, pure) gives one verdict
+per case.
 
 A side the engine could not run or inspect (a DockerError, a sandbox error) is retried once,
 alone; failing again it is that case's verdict, never the run's: the delivery's failure
@@ -20,18 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import aiodocker
 import aiohttp
 
-from icae_tui.domain.results import CaseResult, SideRun, Verdict
+from icae_tui.domain.results import CaseResult, SideRun
 from icae_tui.domain.task import CaseRef, Task
-from icae_tui.evaluation.compare import exact_match, fuzzy_score
 from icae_tui.evaluation.sidefx import to_file_changes
 from icae_tui.evaluation.sides import (
     Box,
@@ -46,13 +40,23 @@ from icae_tui.evaluation.sides import (
     walk_work,
     write_fixtures,
 )
+from icae_tui.evaluation.verdict import (
+    COMPARE_CAP,
+    OUTPUT_LIMIT,
+    Attempt,
+    SideFault,
+    SideOutcome,
+    decide,
+    invocation,
+)
+from icae_tui.evaluation.verdict import (  # re-exported: run.py imports it from here
+    build_error_result as build_error_result,
+)
 from icae_tui.sandbox.containers import ExecResult
 from icae_tui.sandbox.engine import EngineUnavailable, connect
 from icae_tui.sandbox.hostview import Entry
 
 DISPLAY_CAP = 64 * 1024  # characters of each stream kept in results and reports
-COMPARE_CAP = 4 * 1024 * 1024  # bytes of each stream kept for comparison
-OUTPUT_LIMIT = 64 * 1024 * 1024  # both streams together; past this the case is stopped
 
 
 log = logging.getLogger(__name__)
@@ -73,26 +77,11 @@ def default_concurrency() -> int:
     return max(2, min(8, 2 * (os.cpu_count() or 1)))
 
 
-def invocation(task: Task, ref: CaseRef) -> tuple[str, bytes | None]:
-    """The shell line and the stdin bytes of a case."""
-    case, tool = ref.case, task.spec.interface.tool
-    if task.spec.interface.kind == "dispatcher" and case.command is None:
-        return tool, json.dumps(case.input, ensure_ascii=False).encode()
-    stdin = case.input.encode() if isinstance(case.input, str) else None
-    return case.command or tool, stdin
-
-
 def _text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")[:DISPLAY_CAP]
 
 
-@dataclass
-class _SideOutcome:
-    run: SideRun
-    stdout_full: bytes  # up to COMPARE_CAP, for comparison
-
-
-async def run_on(pool: SidePool, task: Task, ref: CaseRef) -> _SideOutcome:
+async def run_on(pool: SidePool, task: Task, ref: CaseRef) -> SideOutcome:
     workdir = task.spec.cases.workdir
     timeout = ref.case.timeout_s or task.spec.cases.timeout_s
     command, stdin = invocation(task, ref)
@@ -174,7 +163,7 @@ async def run_on(pool: SidePool, task: Task, ref: CaseRef) -> _SideOutcome:
         changes_sha256=changes.sha256,
         state=state,  # type: ignore[arg-type]
     )
-    return _SideOutcome(side, res.stdout)
+    return SideOutcome(side, res.stdout)
 
 
 async def _oom_killed(docker: aiodocker.Docker, container_id: str) -> bool:
@@ -182,137 +171,10 @@ async def _oom_killed(docker: aiodocker.Docker, container_id: str) -> bool:
     return bool(info.get("State", {}).get("OOMKilled"))
 
 
-def _same_stdout(oracle: _SideOutcome, delivery: _SideOutcome) -> bool:
-    if oracle.run.stdout_sha256 == delivery.run.stdout_sha256:
-        return True  # byte-identical, however long
-    if oracle.run.stdout_bytes > COMPARE_CAP or delivery.run.stdout_bytes > COMPARE_CAP:
-        return False  # cannot normalise what was not kept; different bytes stay different
-    return exact_match(
-        oracle.stdout_full.decode(errors="replace"), delivery.stdout_full.decode(errors="replace")
-    )
-
-
-def _same_effects(a: SideRun, b: SideRun) -> bool:
-    if a.changes_sha256 and b.changes_sha256:  # digests of all changes, kept or past the cap
-        return a.changes_sha256 == b.changes_sha256
-    key = lambda r: sorted((c.path, c.change, c.type, c.sha256, c.target) for c in r.changes)  # noqa: E731
-    return key(a) == key(b)
-
-
-def _effects_reason(oracle: SideRun, delivery: SideRun) -> str:
-    ours = {c.path: c for c in delivery.changes}
-    theirs = {c.path: c for c in oracle.changes}
-    diffs = []
-    for p in sorted(ours.keys() | theirs.keys()):
-        mine, gold = ours.get(p), theirs.get(p)
-        if mine is None or gold is None or mine.change != gold.change:
-            d = mine.change if mine else "untouched"
-            o = gold.change if gold else "untouched"
-            diffs.append(f"{p}: {d} (oracle {o})")
-        elif (mine.sha256, mine.type, mine.target) != (gold.sha256, gold.type, gold.target):
-            diffs.append(f"{p}: different content")
-    return "side effects differ: " + "; ".join(diffs[:3]) + (" …" if len(diffs) > 3 else "")
-
-
-def judge(task: Task, ref: CaseRef, oracle: _SideOutcome, delivery: _SideOutcome) -> CaseResult:
-    """The ladder's verdict; processes the delivery left running are noted in the reason."""
-    result = _ladder(task, ref, oracle, delivery)
-    left = delivery.run.left_running
-    if left > 0:  # noted whatever the verdict: an accepted case stays accepted, but says so
-        result.reason += f"; left {left} process(es) running"
-    return result
-
-
-def _ladder(task: Task, ref: CaseRef, oracle: _SideOutcome, delivery: _SideOutcome) -> CaseResult:
-    command, _ = invocation(task, ref)
-    o, d = oracle.run, delivery.run
-    base = dict(
-        case_id=ref.id,
-        split=ref.split.value,
-        pattern=ref.pattern,
-        command=command,
-        oracle=o,
-        delivery=d,
-    )
-    limit = ref.case.timeout_s or task.spec.cases.timeout_s
-    if o.timed_out or o.exit_code is None or o.oom_killed or o.overflowed:
-        why = (
-            "timed out"
-            if o.timed_out
-            else "ran out of memory"
-            if o.oom_killed
-            else "overflowed"
-            if o.overflowed
-            else "did not finish"
-        )
-        return CaseResult(**base, verdict=Verdict.ORACLE_ERROR, reason=f"the oracle {why}")
-    if d.pids_capped and not o.pids_capped:
-        # A fork bomb usually also runs out the clock: the cause is the better verdict.
-        why = "hit the process limit (fork bomb?)" + (
-            f", no exit within {limit:g} s" if d.timed_out else ""
-        )
-        return CaseResult(**base, verdict=Verdict.RUNTIME_ERROR, reason=why)
-    if d.timed_out:
-        return CaseResult(**base, verdict=Verdict.TIME_LIMIT, reason=f"no exit within {limit:g} s")
-    if d.oom_killed:
-        return CaseResult(**base, verdict=Verdict.MEMORY_LIMIT, reason="killed: out of memory")
-    if d.overflowed:
-        mib = OUTPUT_LIMIT // (1024 * 1024)
-        return CaseResult(
-            **base, verdict=Verdict.OUTPUT_LIMIT, reason=f"more than {mib} MiB of output"
-        )
-    exec_ok = o.exit_code == d.exit_code
-    sp = exec_ok and _same_effects(o, d)
-    em = _same_stdout(oracle, delivery)
-    fm_score = 1.0 if em else round(fuzzy_score(o.stdout, d.stdout), 4)
-    fm = fm_score >= task.spec.cases.fm_threshold
-    flags = dict(exec_ok=exec_ok, sp=sp, em=sp and em, fm=sp and fm, fm_score=fm_score)
-    if not exec_ok:
-        code = d.exit_code
-        crashed = code is not None and (code >= 126 or code < 0)
-        verdict = Verdict.RUNTIME_ERROR if crashed else Verdict.WRONG_ANSWER
-        reason = f"exit code {code}, oracle {o.exit_code}"
-        if d.stderr.strip():
-            reason += f"; stderr: {d.stderr.strip().splitlines()[-1][:120]}"
-        return CaseResult(**base, **flags, verdict=verdict, reason=reason)
-    if not sp:
-        return CaseResult(
-            **base, **flags, verdict=Verdict.SIDE_EFFECTS, reason=_effects_reason(o, d)
-        )
-    if not em:
-        reason = f"stdout differs (similarity {fm_score:.2f})"
-        return CaseResult(**base, **flags, verdict=Verdict.WRONG_ANSWER, reason=reason)
-    if o.stderr_sha256 != d.stderr_sha256 and not exact_match(o.stderr, d.stderr):
-        return CaseResult(**base, **flags, verdict=Verdict.WRONG_ANSWER, reason="stderr differs")
-    return CaseResult(**base, **flags, verdict=Verdict.ACCEPTED, reason="identical", passed=True)
-
-
-def _oracle_agrees(a: _SideOutcome, b: _SideOutcome) -> bool:
-    return (
-        a.run.exit_code == b.run.exit_code
-        and a.run.stdout_sha256 == b.run.stdout_sha256
-        and a.run.stderr_sha256 == b.run.stderr_sha256
-        and _same_effects(a.run, b.run)
-    )
-
-
 # What the engine or a container can do to one side of a case (a refused or failed call, a
 # container gone, a freeze that did not take). Anything else is a bug of ours and must not
 # be turned into a verdict against the agent.
 ENGINE_TROUBLE = (aiodocker.DockerError, aiohttp.ClientError, OSError, RuntimeError, TimeoutError)
-
-
-@dataclass
-class _SideFault:
-    """A side whose case the engine could not run or inspect (the engine itself answers)."""
-
-    error: Exception
-
-    def __str__(self) -> str:
-        return f"{type(self.error).__name__}: {self.error}"[:300]
-
-
-_Attempt = _SideOutcome | _SideFault
 
 
 async def raise_if_engine_lost(err: Exception) -> None:
@@ -365,31 +227,6 @@ class _Turns:
                 self._cond.notify_all()
 
 
-def fault_result(
-    task: Task,
-    ref: CaseRef,
-    oracles: Sequence[_Attempt],
-    delivery: _Attempt,
-) -> CaseResult:
-    """A case that failed on a side twice, the second time with nothing else running.
-
-    The delivery's fault counts against it even when the oracle failed too: an agent must
-    not turn its failing cases into uncounted ones by breaking the engine."""
-    command, _ = invocation(task, ref)
-    oracle_run = next((o.run for o in oracles if isinstance(o, _SideOutcome)), None)
-    base = dict(case_id=ref.id, split=ref.split.value, pattern=ref.pattern, command=command)
-    if isinstance(delivery, _SideFault):
-        return CaseResult(
-            **base, verdict=Verdict.RUNTIME_ERROR, oracle=oracle_run,
-            reason=f"the engine could not run or inspect this case: {delivery}",
-        )  # fmt: skip
-    fault = next(o for o in oracles if isinstance(o, _SideFault))
-    return CaseResult(
-        **base, verdict=Verdict.ORACLE_ERROR, oracle=oracle_run, delivery=delivery.run,
-        reason=f"the engine could not run or inspect the oracle's side: {fault}; not counted",
-    )  # fmt: skip
-
-
 class Evaluator:
     """Pools for both sides; use as `async with Evaluator(...) as ev`."""
 
@@ -428,18 +265,16 @@ class Evaluator:
         pools = [self.oracle] * self.oracle_runs + [self.delivery]
         async with self._turns.shared():
             attempts = await self._attempt(ref, pools)
-        failed = [i for i, a in enumerate(attempts) if isinstance(a, _SideFault)]
+        failed = [i for i, a in enumerate(attempts) if isinstance(a, SideFault)]
         if failed:
             async with self._turns.exclusive():
                 retried = await self._attempt(ref, [pools[i] for i in failed])
             for i, again in zip(failed, retried, strict=True):
                 attempts[i] = again
         *oracles, delivery = attempts
-        if any(isinstance(a, _SideFault) for a in attempts):
-            return fault_result(self.task, ref, oracles, delivery)
-        return self._judged(ref, oracles, delivery)  # type: ignore[arg-type]
+        return decide(self.task, ref, oracles, delivery)
 
-    async def _attempt(self, ref: CaseRef, pools: list[SidePool]) -> list[_Attempt]:
+    async def _attempt(self, ref: CaseRef, pools: list[SidePool]) -> list[Attempt]:
         sides = [asyncio.ensure_future(self._side(pool, ref)) for pool in pools]
         try:
             return list(await asyncio.gather(*sides))
@@ -448,26 +283,14 @@ class Evaluator:
                 side.cancel()
             await asyncio.gather(*sides, return_exceptions=True)
 
-    async def _side(self, pool: SidePool, ref: CaseRef) -> _Attempt:
+    async def _side(self, pool: SidePool, ref: CaseRef) -> Attempt:
         try:
             return await run_on(pool, self.task, ref)
         except ENGINE_TROUBLE as err:  # not our own bugs: those fail the run, loudly
             await raise_if_engine_lost(err)
             log.warning("%s side of %s failed: %s: %s", pool.role, ref.id, type(err).__name__, err)
             log.debug("the failure in full", exc_info=err)
-            return _SideFault(err)
-
-    def _judged(
-        self, ref: CaseRef, oracles: list[_SideOutcome], delivery: _SideOutcome
-    ) -> CaseResult:
-        if any(not _oracle_agrees(oracles[0], other) for other in oracles[1:]):
-            command, _ = invocation(self.task, ref)
-            return CaseResult(
-                case_id=ref.id, split=ref.split.value, pattern=ref.pattern, command=command,
-                verdict=Verdict.ORACLE_NONDETERMINISTIC, oracle=oracles[0].run, delivery=delivery.run,
-                reason="the oracle gave different results on two runs; not counted",
-            )  # fmt: skip
-        return judge(self.task, ref, oracles[0], delivery)
+            return SideFault(err)
 
     async def run_cases(self, refs: list[CaseRef]) -> AsyncIterator[CaseResult]:
         """Yield each case's result as soon as it completes."""
@@ -485,15 +308,3 @@ class Evaluator:
             for p in pending:
                 p.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
-
-
-def build_error_result(task: Task, ref: CaseRef, reason: str) -> CaseResult:
-    command, _ = invocation(task, ref)
-    return CaseResult(
-        case_id=ref.id,
-        split=ref.split.value,
-        pattern=ref.pattern,
-        command=command,
-        verdict=Verdict.BUILD_ERROR,
-        reason=reason,
-    )

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 import aiodocker
 
 from icae_tui.domain.task import CaseRef, Task
-from icae_tui.evaluation.differential import _oracle_agrees, default_concurrency, run_on
+from icae_tui.evaluation.differential import default_concurrency, run_on
 from icae_tui.evaluation.sides import SidePool
+from icae_tui.evaluation.verdict import oracle_agrees
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ async def verify_task(
     async def check(ref: CaseRef) -> CaseCheck:
         async with gate:
             first, second = await asyncio.gather(run_on(pool, task, ref), run_on(pool, task, ref))
-        deterministic = _oracle_agrees(first, second)
+        deterministic = oracle_agrees(first, second)
         matches = first.stdout_full.decode(errors="replace") == ref.case.expected_output
         detail = []
         if not deterministic:

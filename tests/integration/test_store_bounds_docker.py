@@ -145,6 +145,10 @@ async def test_tmp_flood_is_capped_in_results_store_and_report(
 
     report = json.loads(report_path.read_text())
     assert report_path.stat().st_size < len(results) * 2 * FLOOD_CASE_BYTES
+    for case_id, stored in per_case.items():  # the figures, with `pytest -s`
+        total = results[case_id].delivery.changes_total
+        print(f"\n{case_id}: {total} file changes, {stored} bytes stored")
+    print(f"report.json: {report_path.stat().st_size} bytes")
     capped = {(c["case_id"], c["side"]): c for c in report["capped_changes"]}
     for case_id in floods:
         entry = capped[(case_id, "delivery")]
