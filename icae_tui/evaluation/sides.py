@@ -39,6 +39,7 @@ import aiodocker
 
 from icae_tui.evaluation.sidefx import layer_diff
 from icae_tui.sandbox.containers import Container, ExecResult, Limits, create_container
+from icae_tui.sandbox.engine_api import container_changes
 from icae_tui.sandbox.hostview import (
     Entry,
     HostView,
@@ -699,8 +700,8 @@ class SidePool:
 
 async def engine_changes(docker: aiodocker.Docker, container_id: str) -> dict[str, int]:
     """`GET /containers/{id}/changes`: path → kind (0 modified, 1 added, 2 deleted)."""
-    data = await docker._query_json(f"containers/{container_id}/changes")  # noqa: SLF001
-    return {item["Path"]: item["Kind"] for item in data or []}
+    data = await container_changes(docker, container_id)
+    return {item["Path"]: item["Kind"] for item in data}
 
 
 async def manifest_of(c: Container, paths: list[str]) -> dict[str, Entry]:
@@ -747,8 +748,3 @@ def fallback_diff(
         elif not (new[0] == old[0] == "dir" and new[1] == old[1]):
             out[path] = ("modified", new)
     return out
-
-
-async def remove_quietly(c: Container) -> None:
-    with contextlib.suppress(Exception):
-        await c.remove()

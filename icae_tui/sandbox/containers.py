@@ -19,11 +19,12 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import aiodocker
 
 from icae_tui.sandbox.engine import LABEL_TOOL, TOOL_NAME
+from icae_tui.sandbox.engine_api import write_stdin_and_close
 from icae_tui.sandbox.keepalive import BUSYBOX as KEEPALIVE_BUSYBOX
 from icae_tui.sandbox.keepalive import INIT as KEEPALIVE_INIT
 from icae_tui.sandbox.keepalive import KEEPALIVE_DIR
@@ -70,6 +71,13 @@ class ExecResult:
     duration_s: float = 0.0
 
 
+class Digest(Protocol):
+    """What we use of a hashlib object (its class is private to hashlib)."""
+
+    def update(self, data: bytes, /) -> None: ...
+    def hexdigest(self) -> str: ...
+
+
 @dataclass
 class _Capture:
     """Hashes and counts the whole stream; keeps the first `cap` bytes and a tail window."""
@@ -79,7 +87,7 @@ class _Capture:
     data: bytearray = field(default_factory=bytearray)
     tail: bytearray = field(default_factory=bytearray)
     total: int = 0
-    digest: hashlib._Hash = field(default_factory=hashlib.sha256)
+    digest: Digest = field(default_factory=hashlib.sha256)
 
     def feed(self, chunk: bytes) -> None:
         self.total += len(chunk)
@@ -140,7 +148,7 @@ class Container:
             async with asyncio.timeout(timeout_s + 8):
                 async with stream:
                     if stdin is not None:
-                        await _write_stdin_and_close(stream, stdin)
+                        await write_stdin_and_close(stream, stdin)
                     while True:
                         msg = await stream.read_out()
                         if msg is None:
@@ -230,17 +238,6 @@ async def _exit_code(ex: aiodocker.execs.Exec, *, wait_s: float = 5.0) -> int | 
             return info.get("ExitCode") if not info.get("Running") else None
         await asyncio.sleep(delay)
         delay = min(delay * 2, 0.05)
-
-
-async def _write_stdin_and_close(stream: aiodocker.stream.Stream, data: bytes) -> None:
-    if data:
-        await stream.write_in(data)
-    # Half-close so the process sees EOF; aiodocker's close() would drop the whole stream.
-    resp = stream._resp  # noqa: SLF001 - aiodocker 0.27 has no public half-close
-    if resp is not None and resp.connection is not None:
-        transport = resp.connection.transport
-        if transport is not None and transport.can_write_eof():
-            transport.write_eof()
 
 
 def make_tar(files: dict[str, bytes], *, mode: int = 0o644) -> bytes:

@@ -23,8 +23,9 @@ from pathlib import Path
 import aiodocker
 
 from icae_tui.domain.task import Task
-from icae_tui.sandbox.containers import Container, create_container
+from icae_tui.sandbox.containers import Container, Digest, create_container
 from icae_tui.sandbox.engine import LABEL_TOOL, TOOL_NAME
+from icae_tui.sandbox.engine_api import import_rootfs
 
 BASE_IMAGE = "icae-base:bookworm"
 DEBIAN_MIRROR = os.environ.get("ICAE_DEBIAN_MIRROR", "http://deb.debian.org/debian")
@@ -98,26 +99,18 @@ async def ensure_base_image(
         if await tar.wait() != 0:
             raise ImageBuildError("tar of the root file system failed")
         repo, tag = name.split(":", 1)
-        with tar_path.open("rb") as body:
-            async with docker._query(  # noqa: SLF001 - aiodocker has no fromSrc import
-                "images/create",
-                "POST",
-                params={
-                    "fromSrc": "-",
-                    "repo": repo,
-                    "tag": tag,
-                    "changes": f'LABEL {LABEL_TOOL}={TOOL_NAME}\nCMD ["/bin/bash"]',
-                },
-                data=body,
-                headers={"Content-Type": "application/x-tar"},
-                timeout=None,
-            ) as resp:
-                await resp.read()
+        await import_rootfs(
+            docker,
+            tar_path,
+            repository=repo,
+            tag=tag,
+            changes=[f"LABEL {LABEL_TOOL}={TOOL_NAME}", 'CMD ["/bin/bash"]'],
+        )
     progress(f"{name} ready")
     return name
 
 
-def _hash_tree(h: hashlib._Hash, root: Path) -> None:
+def _hash_tree(h: Digest, root: Path) -> None:
     for path in sorted(root.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts:
             h.update(str(path.relative_to(root)).encode() + b"\0")

@@ -54,7 +54,7 @@ async def reap(docker: aiodocker.Docker, *, everything_dead: bool = True) -> Rea
     report = ReapReport()
     filters = json.dumps({"label": [f"{LABEL_TOOL}={TOOL_NAME}"]})
     for c in await docker.containers.list(all=True, filters=filters):
-        labels = c._container.get("Labels") or {}  # noqa: SLF001 - list() gives the summary here
+        labels = c["Labels"] or {}  # the summary list() gives; we filtered on a label
         if everything_dead and is_dead(labels):
             with contextlib.suppress(aiodocker.DockerError):
                 await c.delete(force=True, v=True)

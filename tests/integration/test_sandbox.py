@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import uuid
 
+import aiodocker
 import pytest
 
-from icae_tui.sandbox.containers import container, create_container
+from icae_tui.sandbox.containers import container, create_container, labels_for, make_tar
 from icae_tui.sandbox.engine import connect
+from icae_tui.sandbox.engine_api import import_rootfs
 from icae_tui.sandbox.images import BASE_IMAGE, ensure_base_image
 
 pytestmark = pytest.mark.docker
@@ -116,3 +120,35 @@ async def test_pid_one_is_init_with_a_ttl(docker):
         assert info["Config"]["Cmd"][0] == "sleep"
     finally:
         await c.remove()
+
+
+async def test_import_rootfs_streams_a_tarball_into_an_image(docker, tmp_path):
+    """The adapter's `docker import`, which builds the base image (cached, so a normal
+    build seldom runs it): the files, the label and the command all arrive."""
+    repo, tag = "icae-test-import", f"t{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    rootfs = tmp_path / "rootfs.tar"
+    rootfs.write_bytes(make_tar({"/etc/hello.txt": b"hi\x00\n"}))
+    await import_rootfs(
+        docker, rootfs, repository=repo, tag=tag,
+        changes=["LABEL icae.tool=icae-tui", 'CMD ["/bin/bash"]'],
+    )  # fmt: skip
+    try:
+        config = (await docker.images.inspect(f"{repo}:{tag}"))["Config"]
+        assert config["Labels"] == {"icae.tool": "icae-tui"}
+        assert config["Cmd"] == ["/bin/bash"]
+        created = await docker.containers.create(
+            {"Image": f"{repo}:{tag}", "Labels": labels_for("t-import", "test", 600)}
+        )  # never started: only read from
+        try:
+            member = (await created.get_archive("/etc/hello.txt")).extractfile("hello.txt")
+            assert member is not None and member.read() == b"hi\x00\n"
+        finally:
+            await created.delete(force=True)
+    finally:
+        await docker.images.delete(f"{repo}:{tag}", force=True)
+    garbage = tmp_path / "garbage.tar"
+    garbage.write_bytes(b"not a tar archive " * 100)
+    with pytest.raises(aiodocker.DockerError):
+        await import_rootfs(docker, garbage, repository=repo, tag=f"{tag}-bad", changes=[])
+    with pytest.raises(FileNotFoundError):
+        await import_rootfs(docker, tmp_path / "missing.tar", repository=repo, tag=tag, changes=[])

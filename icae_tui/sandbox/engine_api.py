@@ -1,0 +1,141 @@
+"""The engine calls aiodocker lacks, all in one place.
+
+aiodocker is the engine client everywhere else. What it has no public call for is done
+here and nowhere else, each with the reason next to it:
+
+- `write_stdin_and_close`: half-close an exec's stdin while its output is still read.
+  aiodocker 0.27 has no public half-close, so this is the one raw access to aiodocker's
+  internals in the package (`tests/test_layering.py` lists it).
+- `import_rootfs`: `docker import` of a root file system tarball (`POST /images/create`
+  with `fromSrc=-`), through docker-py's public `APIClient.import_image`.
+- `container_changes`: `docker diff` (`GET /containers/{id}/changes`), through docker-py's
+  public `APIClient.diff`.
+
+docker-py is synchronous: each call runs in a worker thread (`asyncio.to_thread`) with its
+own `APIClient` for the engine that `engine_url()` names, made when the call needs it and
+closed when it ends (a requests session is not meant to be shared across threads). Its
+errors come back as the ones the callers already handle: `aiodocker.DockerError` for an
+engine that answered with an error, `EngineUnavailable` for one that could not be reached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+import aiodocker
+import aiodocker.stream
+import docker as docker_py
+
+from icae_tui.sandbox.engine import EngineUnavailable, engine_url
+
+T = TypeVar("T")
+
+
+# --- aiodocker: the one raw access ----------------------------------------------------------
+
+
+async def write_stdin_and_close(stream: aiodocker.stream.Stream, data: bytes) -> None:
+    """Write `data` to an exec's stdin, then half-close it so the process sees EOF.
+
+    `stream` must be entered (`async with stream`). aiodocker's public `close()` writes
+    EOF *and* closes the response, which would lose the output still to come.
+    """
+    if data:
+        await stream.write_in(data)
+    # aiodocker 0.27 has no public half-close: the upgraded connection is reachable only
+    # through `Stream._resp` (its aiohttp response); its transport's write_eof() shuts
+    # our side of the socket and leaves the reading side open. Public in aiohttp.
+    resp = stream._resp
+    if resp is not None and resp.connection is not None:
+        transport = resp.connection.transport
+        if transport is not None and transport.can_write_eof():
+            transport.write_eof()
+
+
+# --- docker-py, in a thread -------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def sync_client(api_version: str = "auto") -> Iterator[docker_py.APIClient]:
+    """A docker-py low-level client for the engine `engine_url()` names, closed on exit.
+
+    `api_version` is aiodocker's (`"v1.41"` once negotiated, else `"auto"`, which makes
+    docker-py ask the engine). TLS follows DOCKER_TLS_VERIFY/DOCKER_CERT_PATH as aiodocker
+    does. Blocking: call it in a worker thread.
+    """
+    version = api_version.removeprefix("v") if api_version != "auto" else "auto"
+    tls = (
+        docker_py.utils.kwargs_from_env().get("tls", False)
+        if os.environ.get("DOCKER_TLS_VERIFY", "0") == "1"
+        else False
+    )
+    with _translated_errors():
+        client = docker_py.APIClient(base_url=engine_url(), version=version, tls=tls)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@contextlib.contextmanager
+def _translated_errors() -> Iterator[None]:
+    """docker-py's errors as the ones aiodocker's callers already handle."""
+    try:
+        yield
+    except docker_py.errors.APIError as err:
+        status = err.status_code if err.status_code is not None else 500
+        raise aiodocker.DockerError(status, str(err.explanation or err)) from None
+    except docker_py.errors.DockerException as err:  # e.g. no answer to the version probe
+        raise EngineUnavailable(f"Docker engine at {engine_url()}: {err}") from None
+    except (FileNotFoundError, PermissionError, IsADirectoryError):
+        raise  # our own file, not the engine
+    except OSError as err:  # requests' connection errors and timeouts are OSErrors
+        raise EngineUnavailable(
+            f"Docker engine at {engine_url()} is not answering ({type(err).__name__}: {err})"
+        ) from None
+
+
+async def _in_thread(docker: aiodocker.Docker, call: Callable[[docker_py.APIClient], T]) -> T:
+    def run() -> T:
+        with sync_client(docker.api_version) as client, _translated_errors():
+            return call(client)
+
+    return await asyncio.to_thread(run)
+
+
+async def import_rootfs(
+    docker: aiodocker.Docker, tar_path: Path, *, repository: str, tag: str, changes: list[str]
+) -> None:
+    """`docker import` of the tarball at `tar_path` as `repository:tag`, with Dockerfile
+    `changes` (e.g. `LABEL a=b`, `CMD ["/bin/bash"]`).
+
+    aiodocker's `images.import_image` only loads `docker save` archives (`/images/load`).
+    docker-py streams the file from disk (no whole-tarball copy in memory) with no read
+    timeout: the engine answers once it has unpacked it.
+    """
+    path = Path(tar_path)
+    if not path.is_file():  # docker-py would take a string that is no file for a URL
+        raise FileNotFoundError(path)
+
+    def call(client: docker_py.APIClient) -> str:
+        return client.import_image(src=str(path), repository=repository, tag=tag, changes=changes)
+
+    answer = await _in_thread(docker, call)
+    # The engine reports a failed import inside a 200 answer, as a JSON progress line.
+    for line in (answer or "").splitlines():
+        with contextlib.suppress(ValueError):
+            item = json.loads(line)
+            if isinstance(item, dict) and item.get("error"):
+                raise aiodocker.DockerError(500, str(item["error"]))
+
+
+async def container_changes(docker: aiodocker.Docker, container_id: str) -> list[dict]:
+    """`GET /containers/{id}/changes`: items with `Path` and `Kind` (0 modified, 1 added,
+    2 deleted); empty when nothing changed. aiodocker has no call for it."""
+    return await _in_thread(docker, lambda client: client.diff(container_id)) or []
