@@ -180,11 +180,5 @@ class RunStore:
         ).fetchall()
         return [parse_event(payload) for (payload,) in rows]
 
-    def event_counts(self, run_id: str) -> dict[str, int]:
-        rows = self.db.execute(
-            "SELECT kind, COUNT(*) FROM events WHERE run_id=? GROUP BY kind", (run_id,)
-        ).fetchall()
-        return dict(rows)
-
     def close(self) -> None:
         self.db.close()

@@ -28,7 +28,7 @@ async def _serve(mini_data, budget: int):
         pass
 
     channel = ClarificationChannel(Desk(SimulatedUser(mini_data)), budget, emit)
-    return channel, serving(channel, "mini")
+    return channel, serving(channel)
 
 
 def _session(server) -> aiohttp.ClientSession:

@@ -1,4 +1,5 @@
-"""The core (orchestrator, sandbox, evaluation, users, agents, store) never imports Textual."""
+"""The core (orchestrator, sandbox, evaluation, users, agents, store) never imports Textual;
+the display model (icae_tui.display) imports neither Textual nor Rich."""
 
 import subprocess
 import sys
@@ -12,6 +13,7 @@ CORE = [
     "icae_tui.store",
     "icae_tui.report",
     "icae_tui.headless",
+    "icae_tui.display",
     "icae_tui.agents.registry",
     "icae_tui.users.responders",
     "icae_tui.evaluation.differential",
@@ -20,16 +22,40 @@ CORE = [
 ]
 
 
-def test_core_modules_import_without_textual():
+DISPLAY = ["icae_tui.display", "icae_tui.display.view", "icae_tui.display.wording",
+           "icae_tui.display.sources"]  # fmt: skip
+
+
+def imported(modules: list[str], roots: tuple[str, ...]) -> str:
+    """Which of the `roots` packages importing `modules` in a fresh interpreter pulls in."""
     code = (
         "import sys\n"
-        + "".join(f"import {m}\n" for m in CORE)
-        + "bad = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.'))\n"
+        + "".join(f"import {m}\n" for m in modules)
+        + f"roots = {roots!r}\n"
+        + "bad = sorted(m for m in sys.modules if m.split('.')[0] in roots)\n"
         + "print(','.join(bad))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "", f"core pulled in Textual: {out.stdout}"
+    return out.stdout.strip()
+
+
+def test_core_modules_import_without_textual():
+    pulled = imported(CORE, ("textual",))
+    assert pulled == "", f"core pulled in Textual: {pulled}"
+
+
+def test_the_display_model_imports_neither_textual_nor_rich():
+    pulled = imported(DISPLAY, ("textual", "rich"))
+    assert pulled == "", f"icae_tui.display pulled in: {pulled}"
+    offenders = []
+    for path in (ROOT / "icae_tui" / "display").rglob("*.py"):
+        for line in path.read_text().splitlines():
+            if line.strip().startswith(("import rich", "from rich", "import textual")):
+                offenders.append(f"{path}: {line.strip()}")
+            if line.strip().startswith(("from textual", "from icae_tui.ui", "import icae_tui.ui")):
+                offenders.append(f"{path}: {line.strip()}")
+    assert offenders == []
 
 
 def test_no_textual_import_outside_ui():

@@ -1,4 +1,5 @@
-"""Crash leftovers outside the engine, and options checked before anything runs (no Docker)."""
+"""Crash leftovers (the reaper's rules, the store, the socket folders), and options and agents
+checked before anything runs (no Docker)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -15,8 +17,8 @@ from icae_tui.agents.scripted import ScriptedAgent
 from icae_tui.catalog import load_catalog
 from icae_tui.cli import main
 from icae_tui.domain.events import AgentSaid, RunFinished, RunStarted
-from icae_tui.run import RunConfig
-from icae_tui.sandbox.reaper import reap_ask_folders
+from icae_tui.run import Run, RunConfig
+from icae_tui.sandbox.reaper import is_dead, reap_ask_folders
 from icae_tui.users.ask_server import SOCKET_NAME
 from tests.conftest import FIXTURE_TASKS
 
@@ -131,6 +133,14 @@ def test_orphaned_ask_folders_go_and_nothing_else(tmp_path):
     )  # fmt: skip
 
 
+def test_is_dead_rules():
+    now = time.time()
+    assert is_dead({"icae.expires": str(now - 1)}, now=now)
+    assert not is_dead({"icae.expires": str(now + 60), "icae.owner-pid": str(os.getpid())}, now=now)
+    assert is_dead({"icae.expires": str(now + 60), "icae.owner-pid": "999999999"}, now=now)
+    assert not is_dead({"icae.owner-pid": "999999999", "icae.owner-host": "elsewhere"}, now=now)
+
+
 @pytest.mark.parametrize(
     ("option", "value", "message"),
     [
@@ -162,6 +172,22 @@ def test_run_config_refuses_what_the_cli_would(fixture_catalog):
                       ({"pace_s": -1.0}, "pace"), ({"responder": "robot"}, "responder")):  # fmt: skip
         with pytest.raises(ValueError, match=word):
             RunConfig(task=task, **bad)
+
+
+async def test_unknown_agent_and_missing_solution_fail_before_the_engine(
+    fixture_catalog, store, monkeypatch, tmp_path
+):
+    # No engine here: a run that touched it would fail with an engine error instead.
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    task = fixture_catalog.tasks["mini"]
+    outcome = await Run(
+        RunConfig(task=task, agent="scripted:nonexistent", pace_s=0), store
+    ).execute()
+    assert outcome.status == "failed"
+    assert "nonexistent.yaml" in outcome.error and "good" in outcome.error
+    outcome = await Run(RunConfig(task=task, agent="gpt:x", pace_s=0), store).execute()
+    assert outcome.status == "failed" and "unknown kind" in outcome.error
+    assert {r.status for r in store.runs()} == {"failed"}
 
 
 @pytest.mark.parametrize(

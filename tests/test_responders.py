@@ -11,6 +11,7 @@ from icae_tui.domain.task import Level
 from icae_tui.users.channel import ClarificationChannel
 from icae_tui.users.metrics import interaction_metrics
 from icae_tui.users.responders import Desk, SimulatedUser
+from tests.polling import eventually
 
 
 @pytest.fixture
@@ -52,13 +53,13 @@ async def test_human_mode_waits_and_switch_back_releases(mini_data):
     desk = Desk(SimulatedUser(mini_data), "human")
     channel, events = _channel(desk)
     asking = asyncio.create_task(channel.ask("How is the word count formatted?"))
-    await asyncio.sleep(0.01)
+    await eventually(lambda: desk.waiting, what="Q1 to wait at the desk")
     assert desk.waiting == [1] and not asking.done()
     assert desk.answer(1, "Just the number.")
     answer = await asking
     assert answer.text == "Just the number."
     second = asyncio.create_task(channel.ask("How should unknown operations be reported?"))
-    await asyncio.sleep(0.01)
+    await eventually(lambda: desk.waiting == [2], what="Q2 to wait at the desk")
     desk.set_mode("simulated")  # the operator leaves: the simulated user takes the question
     assert (await second).text == "Print error=unknown_op and exit 2."
     answered = [e for e in events if isinstance(e, QuestionAnswered)]
@@ -73,18 +74,18 @@ async def test_assisted_draft_sent_as_is_or_edited(mini_data):
     desk = Desk(SimulatedUser(mini_data), "assisted")
     channel, events = _channel(desk)
     task = asyncio.create_task(channel.ask("How is the word count formatted?"))
-    await asyncio.sleep(0.01)
-    asked = [e for e in events if isinstance(e, QuestionAsked)][-1]
+    await eventually(lambda: desk.waiting == [1], what="Q1 to wait at the desk")
+    [asked] = [e for e in events if isinstance(e, QuestionAsked)]
     assert (
         asked.mode == "assisted"
         and asked.draft == "Print words=<n>."
         and asked.draft_records == ["C002"]
     )
-    desk.answer(1, asked.draft)
+    assert desk.answer(1, asked.draft)
     await task
     task = asyncio.create_task(channel.ask("How is the word count formatted?"))
-    await asyncio.sleep(0.01)
-    desk.answer(2, "Print words=<n>, e.g. words=3.")
+    await eventually(lambda: desk.waiting == [2], what="Q2 to wait at the desk")
+    assert desk.answer(2, "Print words=<n>, e.g. words=3.")
     await task
     answered = [e for e in events if isinstance(e, QuestionAnswered)]
     assert [(a.responder, a.edited, a.record_ids) for a in answered] == [

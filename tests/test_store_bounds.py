@@ -276,7 +276,7 @@ async def test_console_shows_the_summaries_and_capped_changes(store):
         metrics = [text for kind, text in screen.clarify.turns if kind == "metrics"]
         assert "1/1 turns (+11 over budget)" in metrics[0]
         lines = list(screen.trace.lines)
-        assert any("store bound reached, no longer kept: 5" in line for line in lines)
+        assert any("store bound reached: 5 low-value event(s) not stored" in line for line in lines)
         assert any("in all: 9 low-value event(s)" in line for line in lines)
 
     side = _side(_flood_diff(20_000))

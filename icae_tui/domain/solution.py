@@ -10,7 +10,7 @@ Each step is a one-key mapping:
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -55,6 +55,3 @@ class Solution(BaseModel):
     description: str = ""
     pace_s: float = Field(default=0.0, ge=0, le=10)
     steps: list[Step] = Field(min_length=1)
-
-    def step_kind(self, step: Step) -> Literal["say", "ask", "write", "run", "submit"]:
-        return type(step).__name__.lower().replace("runcommand", "run")  # type: ignore[return-value]

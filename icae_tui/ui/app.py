@@ -11,6 +11,7 @@ from textual.binding import Binding
 from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
 from icae_tui.catalog import Catalog
+from icae_tui.display.sources import LiveSource
 from icae_tui.domain.task import Task
 from icae_tui.run import Run, RunConfig
 from icae_tui.store import RunStore
@@ -53,7 +54,7 @@ class IcaeApp(App[None]):
         self.push_screen(RunSetupScreen(task, pace_s=self.pace_s), chosen)
 
     def start_run(self, config: RunConfig) -> RunScreen:
-        screen = RunScreen(Run(config, self.store))
+        screen = RunScreen(LiveSource(Run(config, self.store)))
         self.push_screen(screen)
         return screen
 

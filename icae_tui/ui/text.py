@@ -7,8 +7,11 @@ widget sees it: control characters become visible escapes (`printable`) and the 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from rich.text import Text
 
+from icae_tui.display.wording import Seg, score_segments
 from icae_tui.domain.results import Score, Verdict
 from icae_tui.safe_text import printable
 
@@ -20,6 +23,23 @@ VERDICT_STYLES: dict[str, str] = {
     Verdict.TIME_LIMIT: "bold magenta",
     Verdict.BUILD_ERROR: "bold red",
     Verdict.ORACLE_ERROR: "bold yellow",
+}
+
+MODE_STYLES = {"simulated": "bold", "human": "bold magenta", "assisted": "bold cyan"}
+
+HINT_STYLES = {
+    "muted": "dim",
+    "strong": "bold",
+    "good": "green",
+    "good-strong": "bold green",
+    "warn": "yellow",
+    "error": "red",
+    "error-strong": "bold red",
+    "record": "cyan",
+    "question": "bold magenta",
+    "draft": "bold cyan",
+    "draft-body": "italic",
+    "sample": "dim italic",
 }
 
 STATUS_STYLES = {
@@ -43,10 +63,6 @@ def clip(text: object, width: int, style: str = "") -> Text:
     return Text(plain, style=style)
 
 
-def pct(x: float) -> str:
-    return f"{100 * x:.1f}%"
-
-
 def verdict_text(verdict: str) -> Text:
     return Text(str(verdict), style=VERDICT_STYLES.get(verdict, "bold"))
 
@@ -59,30 +75,25 @@ def exit_text(code: int | None, timed_out: bool = False) -> Text:
     return Text(str(code), style="" if code == 0 else "yellow")
 
 
-def score_text(score: Score | None) -> Text:
-    if score is None:
-        return Text("score: —", style="dim")
-    text = Text()
-    text.append("overall ", style="dim")
-    text.append(pct(score.overall), style="bold green" if score.overall >= 0.999 else "bold")
-    text.append("  macro ", style="dim")
-    text.append(pct(score.macro), style="bold")
-    text.append("  │  ", style="dim")
-    for label, value in (
-        ("exec", score.exec_rate),
-        ("SP", score.sp_rate),
-        ("EM", score.em_rate),
-        ("FM", score.fm_rate),
-    ):
-        text.append(f"{label} ", style="dim")
-        text.append(pct(value) + "  ")
-    text.append("│  ", style="dim")
-    text.append(f"{score.done}/{score.planned}", style="bold")
-    text.append(" cases done", style="dim")
-    if score.public_minus_hidden is not None:
-        text.append("  │  public−hidden ", style="dim")
-        text.append(f"{100 * score.public_minus_hidden:+.1f} pts")
-    if not score.build_ok:
-        text.append("  │  ", style="dim")
-        text.append("build failed", style="bold red")
+def style_of(hint: str) -> str:
+    """The console's style for a display hint (icae_tui/display/wording.py)."""
+    kind, _, arg = hint.partition(":")
+    if kind == "mode":
+        return MODE_STYLES.get(arg, "bold")
+    if kind == "who":
+        return MODE_STYLES.get(arg, "dim")
+    if kind == "status":
+        return STATUS_STYLES.get(arg, "bold")
+    return HINT_STYLES.get(hint, "")
+
+
+def segments(segs: Iterable[Seg], text: Text | None = None) -> Text:
+    """Display segments as a `Text`, each made printable again (newlines kept)."""
+    text = text if text is not None else Text()
+    for part, hint in segs:
+        text.append(printable(part, keep_newlines=True), style=style_of(hint))
     return text
+
+
+def score_text(score: Score | None) -> Text:
+    return segments(score_segments(score))

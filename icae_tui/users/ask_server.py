@@ -34,9 +34,8 @@ def icae_ask_script() -> bytes:
 
 
 class AskServer:
-    def __init__(self, channel: ClarificationChannel, task_id: str) -> None:
+    def __init__(self, channel: ClarificationChannel) -> None:
         self.channel = channel
-        self.task_id = task_id
         self.folder = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-"))
         self._runner: web.AppRunner | None = None
 
@@ -95,8 +94,8 @@ class AskServer:
 
 
 @contextlib.asynccontextmanager
-async def serving(channel: ClarificationChannel, task_id: str):
-    server = AskServer(channel, task_id)
+async def serving(channel: ClarificationChannel):
+    server = AskServer(channel)
     try:  # a cancel during start must still remove the folder
         await server.start()
         yield server

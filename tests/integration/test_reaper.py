@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -16,22 +15,26 @@ import pytest
 from icae_tui.sandbox.containers import create_container
 from icae_tui.sandbox.engine import connect
 from icae_tui.sandbox.images import BASE_IMAGE
-from icae_tui.sandbox.reaper import is_dead, reap
+from icae_tui.sandbox.reaper import reap
 from tests.conftest import FIXTURE_TASKS, ROOT
+from tests.polling import eventually
 
 pytestmark = pytest.mark.docker
 
 
-def test_is_dead_rules():
-    now = time.time()
-    assert is_dead({"icae.expires": str(now - 1)}, now=now)
-    assert not is_dead({"icae.expires": str(now + 60), "icae.owner-pid": str(os.getpid())}, now=now)
-    assert is_dead({"icae.expires": str(now + 60), "icae.owner-pid": "999999999"}, now=now)
-    assert not is_dead({"icae.owner-pid": "999999999", "icae.owner-host": "elsewhere"}, now=now)
-
-
 async def _containers(docker, label: str) -> list:
     return await docker.containers.list(all=True, filters=json.dumps({"label": [label]}))
+
+
+async def _agent_container_of(docker, proc: subprocess.Popen) -> list:
+    """Wait (without blocking the loop) until the run in `proc` has a container."""
+
+    async def probe() -> list:
+        assert proc.poll() is None, f"the run exited ({proc.returncode}) before its container"
+        return await _containers(docker, f"icae.owner-pid={proc.pid}")
+
+    return await eventually(probe, what="the run to start its agent container", timeout=120,
+                            interval=0.2)  # fmt: skip
 
 
 async def test_kill_9_mid_run_then_reap(tmp_path):
@@ -47,10 +50,7 @@ async def test_kill_9_mid_run_then_reap(tmp_path):
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         label = f"icae.owner-pid={proc.pid}"
-        deadline = time.time() + 120
-        while time.time() < deadline and not await _containers(docker, label):
-            time.sleep(0.2)
-        assert await _containers(docker, label), "the run never started its agent container"
+        await _agent_container_of(docker, proc)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         assert await _containers(docker, label), (
@@ -80,10 +80,7 @@ async def test_ctrl_c_removes_what_the_run_created(tmp_path):
     )
     try:
         label = f"icae.owner-pid={proc.pid}"
-        deadline = time.time() + 120
-        while time.time() < deadline and not await _containers(docker, label):
-            time.sleep(0.2)
-        assert await _containers(docker, label)
+        await _agent_container_of(docker, proc)
         os.kill(proc.pid, signal.SIGINT)
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == 130, (out, err)
@@ -108,11 +105,7 @@ async def _kill_9_in_agent_phase(docker, home) -> int:
     socket folder) exists; the pid of the dead owner."""
     proc = _start_headless(home)
     try:
-        label = f"icae.owner-pid={proc.pid}"
-        deadline = time.time() + 120
-        while time.time() < deadline and not await _containers(docker, label):
-            time.sleep(0.2)
-        assert await _containers(docker, label), "the run never started its agent container"
+        await _agent_container_of(docker, proc)
         assert list(Path(tempfile.gettempdir()).glob(f"icae-ask-{proc.pid}-*"))
     finally:
         os.kill(proc.pid, signal.SIGKILL)

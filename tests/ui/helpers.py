@@ -9,18 +9,26 @@ from icae_tui.domain.events import (
     AgentCommandDone,
     AgentOutput,
     AgentSaid,
+    AgentSubmitted,
+    AgentWrote,
+    BuildChecked,
     CaseFinished,
     CasesPlanned,
+    Event,
+    EventsDropped,
     PhaseChanged,
+    Progress,
     QuestionAnswered,
     QuestionAsked,
+    QuestionsRefused,
     ResponderChanged,
     RunFinished,
     RunStarted,
+    ScoreUpdated,
 )
 from icae_tui.domain.results import CaseResult, Score, SideRun, Verdict
 from icae_tui.domain.task import Level
-from icae_tui.run import RunConfig, RunOutcome
+from icae_tui.run import RunOutcome
 from icae_tui.users.channel import ClarificationChannel
 from icae_tui.users.responders import Desk, SimulatedUser
 
@@ -104,15 +112,127 @@ def stream() -> list:
     ]
 
 
+# --- a recorded run: fixed ids and clock, as a store holds it ------------------------------
+
+RECORDED_ID = "20240101-000000-c0ffee"
+RECORDED_T0 = 1_704_067_200.0  # 2024-01-01 00:00:00 UTC
+PATTERNS = ["upper", "ops", "ops", "edge"]
+SPLITS = ["public", "hidden", "hidden", "enhanced"]
+
+
+def stamp(events: list[Event], run_id: str = RECORDED_ID, t0: float = RECORDED_T0) -> list:
+    """Give events the run id, sequence numbers and timestamps (3 s apart) a store would."""
+    for i, ev in enumerate(events):
+        ev.run_id, ev.seq, ev.ts = run_id, i + 1, t0 + 3.0 * i
+    return events
+
+
+def recorded_run() -> list:
+    """A whole run: questions answered by the simulated user, by the operator with an edited
+    draft, and past the budget; a command with output; four cases; a final score."""
+    cases = [
+        result("public/upper#0"),
+        result("hidden/ops#0", Verdict.WRONG_ANSWER, "stdout differs at line 1", 2, "error\n"),
+        result("hidden/ops#1"),
+        result("enhanced/edge#0", Verdict.TIME_LIMIT, "delivery timed out after 10s", None),
+    ]
+    events = [
+        started(task_records=["C001", "C002", "C003"], generic_records=["ARCH001"]),
+        PhaseChanged(phase="prepare", detail="images"),
+        Progress(message="agent image icae-mini-agent ready"),
+        PhaseChanged(phase="generate", detail="scripted:good"),
+        AgentSaid(text="Let me [bold]ask[/] first."),
+        QuestionAsked(
+            question_id=1,
+            text=Q_UNKNOWN,
+            remaining_before=3,
+            draft="Print error=unknown_op and exit 2.",
+            draft_records=["C001"],
+        ),
+        QuestionAnswered(
+            question_id=1,
+            text="Print error=unknown_op and exit 2.",
+            record_ids=["C001"],
+            remaining=2,
+            latency_s=0.012,
+        ),
+        ResponderChanged(mode="assisted"),
+        QuestionAsked(
+            question_id=2,
+            text=Q_COUNT,
+            remaining_before=2,
+            mode="assisted",
+            draft="Print words=<n>.",
+            draft_records=["C002"],
+        ),
+        QuestionAnswered(
+            question_id=2,
+            text="Print words=<n>, then a newline.",
+            responder="assisted",
+            edited=True,
+            remaining=1,
+            latency_s=4.25,
+        ),
+        QuestionAsked(question_id=3, text=Q_OTHER, remaining_before=1),
+        QuestionAnswered(
+            question_id=3,
+            text="That is not specified; use your judgement.",
+            fallback=True,
+            remaining=0,
+            latency_s=0.008,
+        ),
+        QuestionAsked(question_id=4, text="And the logo font?", remaining_before=0, mode="budget"),
+        QuestionAnswered(
+            question_id=4,
+            text="The question budget is spent.",
+            over_budget=True,
+            responder="budget",
+        ),
+        QuestionsRefused(count=2, chars=41, first_id=5, last_id=6, sample="[red]and the"),
+        AgentWrote(path="mini.py", size=812),
+        AgentCommand(command="python3 mini.py upper <<< 'hi'"),
+        AgentOutput(stream="stdout", text="HI\nsecond li"),
+        AgentOutput(stream="stdout", text="ne\n"),
+        AgentOutput(stream="stderr", text="warn: \x1b[2Jcleared?\n"),
+        AgentCommandDone(command="python3 mini.py", exit_code=0, duration_s=0.21, left_running=1),
+        AgentSubmitted(message="Done: mini.py handles upper and count."),
+        PhaseChanged(phase="freeze"),
+        PhaseChanged(phase="build"),
+        BuildChecked(ok=True, exit_code=0, reason="build command exited 0"),
+        PhaseChanged(phase="evaluate", detail="4 cases"),
+        CasesPlanned(case_ids=CASE_IDS, patterns=PATTERNS, splits=SPLITS),
+    ]
+    for i, r in enumerate(cases, 1):
+        passed = sum(c.passed for c in cases[:i])
+        events += [CaseFinished(result=r), ScoreUpdated(score=score(i, 4, passed / 4))]
+    events += [
+        PhaseChanged(phase="score"),
+        EventsDropped(
+            count=3,
+            payload_bytes=420,
+            by_kind={"agent_output": 3},
+            max_events=200_000,
+            max_bytes=64 << 20,
+            final=True,
+        ),
+        RunFinished(
+            status="completed",
+            score=score(4, 4, 0.5),
+            report_path=f"/runs/{RECORDED_ID}/report.json",
+        ),
+    ]
+    return stamp(events)
+
+
 # --- a fake Run ------------------------------------------------------------------------
 
 
 class FakeRun:
-    """Enough of `icae_tui.run.Run` for the screen, with the real desk and clarification
-    channel over the mini task's L1 records; execute() is scripted per test."""
+    """Enough of `icae_tui.run.Run` for a live source (no config: displays learn everything
+    from the events), with the real desk and clarification channel over the mini task's L1
+    records; execute() is scripted per test."""
 
     def __init__(self, task, responder: str = "simulated", script=None, auto=None) -> None:
-        self.config = RunConfig(task=task, agent="scripted:good", responder=responder)
         self.run_id = "fake-run"
         self.subscribers = []
         self.script = script

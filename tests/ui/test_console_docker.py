@@ -19,6 +19,7 @@ from icae_tui.domain.events import (
     ResponderChanged,
 )
 from icae_tui.ui.app import IcaeApp
+from icae_tui.ui.screens.dialogs import ConfirmScreen
 from icae_tui.ui.screens.run import RunScreen
 from icae_tui.ui.screens.run_setup import RunSetupScreen
 
@@ -32,23 +33,20 @@ async def test_console_runs_mini_to_full_marks(fixture_catalog, store):
     app = IcaeApp(catalog=fixture_catalog, store=store, pace_s=0)
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.press("enter")  # task list → run setup
-        await pilot.pause()
-        assert isinstance(app.screen, RunSetupScreen)
+        await until(pilot, lambda: isinstance(app.screen, RunSetupScreen))
         await pilot.click("#start")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, RunScreen))
         screen = app.screen
         assert isinstance(screen, RunScreen) and screen.worker is not None
 
         await screen.worker.wait()
-        await pilot.pause(0.3)
-
-        assert screen.finished is not None, screen.status_message
+        await until(pilot, lambda: screen.finished is not None)
         assert screen.finished.status == "completed", screen.status_message
         table = screen.results
         planned = [ref.id for ref in fixture_catalog.tasks["mini"].cases]
+        await until(pilot, lambda: table.verdicts() == ["accepted"] * len(planned))  # a flush
         assert table.planned == planned
         assert table.row_count == len(planned)
-        assert table.verdicts() == ["accepted"] * len(planned)
         score_line = str(screen.query_one("#score", Static).render())
         assert "overall 100.0%" in score_line
         assert f"{len(planned)}/{len(planned)} cases done" in score_line
@@ -102,13 +100,12 @@ async def test_operator_switches_to_human_mid_run_and_back(tmp_path, store):
 
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.press("enter")  # task list → run setup (agent scripted:chatty, simulated)
-        await pilot.pause()
-        assert isinstance(app.screen, RunSetupScreen)
+        await until(pilot, lambda: isinstance(app.screen, RunSetupScreen))
         await pilot.click("#start")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, RunScreen))
         screen = app.screen
-        assert isinstance(screen, RunScreen) and screen.run is not None
-        run_id = screen.run.run_id
+        assert isinstance(screen, RunScreen) and screen.worker is not None
+        run_id = screen.source.run_id
         assert screen.mode == "simulated"
 
         await until(pilot, lambda: len(answered(screen)) == 1, timeout=300)  # Q1: simulated
@@ -133,13 +130,11 @@ async def test_operator_switches_to_human_mid_run_and_back(tmp_path, store):
 
         assert screen.worker is not None
         await screen.worker.wait()
-        await pilot.pause(0.3)
-        assert screen.finished is not None and screen.finished.status == "completed", (
-            screen.status_message
-        )
+        await until(pilot, lambda: screen.finished is not None)
+        assert screen.finished.status == "completed", screen.status_message
         planned = [ref.id for ref in catalog.tasks["mini"].cases]
+        await until(pilot, lambda: screen.results.verdicts() == ["accepted"] * len(planned))
         assert screen.results.planned == planned
-        assert screen.results.verdicts() == ["accepted"] * len(planned)
         assert screen.clarify.border_title.startswith("Clarifications · 4/5 turns · coverage 100%")
 
     events = store.events(run_id)
@@ -180,13 +175,12 @@ async def test_console_cancel_leaves_no_container(bundled_catalog, store, after_
     app = IcaeApp(catalog=bundled_catalog, store=store, pace_s=0)
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.press("enter")  # semver is first in the list
-        await pilot.pause()
-        assert isinstance(app.screen, RunSetupScreen)
+        await until(pilot, lambda: isinstance(app.screen, RunSetupScreen))
         await pilot.click("#start")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, RunScreen))
         screen = app.screen
-        assert isinstance(screen, RunScreen) and screen.run is not None
-        run_id = screen.run.run_id
+        assert isinstance(screen, RunScreen) and screen.worker is not None
+        run_id = screen.source.run_id
 
         def reached() -> bool:
             events = store.events(run_id)
@@ -196,7 +190,7 @@ async def test_console_cancel_leaves_no_container(bundled_catalog, store, after_
 
         await until(pilot, reached, timeout=300)
         await pilot.press("c")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.click("#yes")
         await until(pilot, lambda: screen.worker is not None and screen.worker.is_finished, 120)
         await until(pilot, lambda: "run cancelled" in screen.status_message, 30)

@@ -13,6 +13,7 @@ import pytest
 from textual.widgets import Select, Static
 
 from icae_tui.catalog import Catalog
+from icae_tui.display.sources import LiveSource, ReplaySource
 from icae_tui.domain.events import QuestionAnswered, QuestionAsked, ResponderChanged, RunFinished
 from icae_tui.ui.app import IcaeApp
 from icae_tui.ui.screens.run import RunScreen
@@ -42,8 +43,14 @@ def mini(fixture_catalog):
     return fixture_catalog.tasks["mini"]
 
 
+async def drawn_to_the_end(pilot, screen: RunScreen) -> None:
+    """The run's worker is done and the screen has drawn the end (the metrics summary)."""
+    await screen.worker.wait()
+    await until(pilot, lambda: "metrics" in kinds(screen))
+
+
 async def start(app: IcaeApp, pilot, fake: FakeRun) -> RunScreen:
-    screen = RunScreen(fake)
+    screen = RunScreen(LiveSource(fake))
     await app.push_screen(screen)
     await until(pilot, lambda: screen.started is not None)
     return screen
@@ -90,7 +97,9 @@ async def test_switching_calls_set_responder_and_shows_the_mode(mini, store):
 
         release.set()
         await screen.worker.wait()
-        await pilot.pause(0.1)
+        await until(
+            pilot, lambda: screen.finished is not None and "m" not in screen.active_bindings
+        )
         await pilot.press("m")  # the run is over: no more switching
         await pilot.pause()
         assert len(fake.switches) == 6
@@ -117,8 +126,7 @@ async def test_switching_to_simulated_hands_the_waiting_question_over(mini, stor
         screen.trace.focus()  # the operator leaves the box, then switches
         await pilot.press("1")
         await until(pilot, lambda: screen.awaiting is None)
-        await screen.worker.wait()
-        await pilot.pause(0.1)
+        await drawn_to_the_end(pilot, screen)
         assert fake.switches == ["simulated"] and fake.sent == []
         assert answers == [C001]
         assert not box.display
@@ -155,8 +163,7 @@ async def test_assisted_prefills_the_draft_and_sends_it(mini, store):
         assert "draft fallback" in str(box.border_title)
         assert last(screen, "draft").startswith("draft Q2  simulated · fallback")
         await pilot.press("enter")
-        await screen.worker.wait()
-        await pilot.pause(0.1)
+        await drawn_to_the_end(pilot, screen)
 
         assert fake.sent == [(1, C001), (2, FALLBACK)]
         assert answers == [C001, FALLBACK]
@@ -198,8 +205,7 @@ async def test_an_edited_draft_is_sent_as_edited_text(mini, store):
         await pilot.press("ctrl+l")
         await pilot.press(*"Print the count", "ctrl+j", *"as words=N.")
         await pilot.press("enter")
-        await screen.worker.wait()
-        await pilot.pause(0.1)
+        await drawn_to_the_end(pilot, screen)
 
         edited_1 = C001 + " Log it too."
         edited_2 = "Print the count\nas words=N."
@@ -245,8 +251,7 @@ async def test_a_long_multiline_draft_is_sent_back_unchanged(mini, store):
         assert 3 <= box.size.height <= 12 - 2  # bounded; it scrolls inside
         assert screen.clarify.size.height >= 5  # the pane keeps room
         await pilot.press("enter")
-        await screen.worker.wait()
-        await pilot.pause(0.1)
+        await drawn_to_the_end(pilot, screen)
         assert fake.sent == [(1, LongDrafts.text.strip())]
         assert [(a.responder, a.edited, a.record_ids) for a in answered] == [
             ("assisted", False, ["C001", "C002"])
@@ -288,8 +293,7 @@ async def test_switching_while_a_question_waits_offers_or_withdraws_the_draft(mi
 
         box.focus()
         await pilot.press(*"mine", "enter")
-        await screen.worker.wait()
-        await pilot.pause(0.1)
+        await drawn_to_the_end(pilot, screen)
         assert fake.switches == ["assisted", "human"]
         assert [(a.responder, a.text) for a in answered] == [("human", "mine")]
         assert last(screen, "answer").startswith("A1  human · typed · ")
@@ -305,8 +309,7 @@ async def test_finished_run_shows_the_interaction_metrics(mini, store):
     app = IcaeApp(catalog=Catalog(), store=store)
     async with app.run_test(size=(160, 45)) as pilot:
         screen = await start(app, pilot, FakeRun(mini, "simulated", script))
-        await screen.worker.wait()
-        await pilot.pause(0.1)
+        await drawn_to_the_end(pilot, screen)
         title = screen.clarify.border_title
         assert title == "Clarifications · 2/3 turns · coverage 50% · fallback 50%"
         summary = last(screen, "metrics")
@@ -340,7 +343,7 @@ async def test_a_replay_shows_switches_and_drafts(store):
     ]
     app = IcaeApp(catalog=Catalog(), store=store)
     async with app.run_test(size=(160, 45)) as pilot:
-        screen = RunScreen(replay=events)
+        screen = RunScreen(ReplaySource(events))
         await app.push_screen(screen)
         await pilot.pause()
         assert kinds(screen) == ["switch", "question", "draft", "answer", "metrics"]

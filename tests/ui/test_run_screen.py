@@ -8,6 +8,7 @@ import pytest
 from textual.widgets import Static
 
 from icae_tui.catalog import Catalog
+from icae_tui.display.sources import LiveSource, ReplaySource
 from icae_tui.domain.events import (
     CaseFinished,
     RunFinished,
@@ -16,10 +17,11 @@ from icae_tui.domain.events import (
 from icae_tui.domain.results import Verdict
 from icae_tui.run import RunOutcome
 from icae_tui.ui.app import IcaeApp
-from icae_tui.ui.screens.dialogs import CaseDetailScreen
+from icae_tui.ui.screens.dialogs import CaseDetailScreen, ConfirmScreen
 from icae_tui.ui.screens.run import RunScreen
 from icae_tui.ui.screens.task_list import TaskListScreen
 from icae_tui.ui.widgets.trace import LINE_LIMIT
+from tests.polling import eventually
 
 from .helpers import (
     CASE_IDS,
@@ -31,6 +33,7 @@ from .helpers import (
     score,
     started,
     stream,
+    until,
 )
 
 
@@ -135,8 +138,8 @@ async def test_results_fill_in_planned_order_and_update_in_place(app):
         # the timer flushes too (every ~80 ms)
         screen.handle_event(CaseFinished(result=result("hidden/ops#0")))
         screen.handle_event(ScoreUpdated(score=score(4, 4, 0.75)))
-        await pilot.pause(0.3)
-        assert table.verdicts() == ["accepted", "accepted", "wrong_answer", "time_limit"]
+        all_done = ["accepted", "accepted", "wrong_answer", "time_limit"]
+        await until(pilot, lambda: table.verdicts() == all_done)
         assert "4/4" in text_of(screen, "#score")
 
         screen.handle_event(
@@ -151,12 +154,10 @@ async def test_results_fill_in_planned_order_and_update_in_place(app):
         table.focus()
         table.move_cursor(row=2)
         await pilot.press("enter")
-        await pilot.pause()
-        assert isinstance(app.screen, CaseDetailScreen)
+        await until(pilot, lambda: isinstance(app.screen, CaseDetailScreen))
         assert app.screen.result.case_id == "hidden/ops#1"
         await pilot.press("escape")
-        await pilot.pause()
-        assert app.screen is screen
+        await until(pilot, lambda: app.screen is screen)
 
 
 async def test_many_output_chunks_are_batched(app):
@@ -201,23 +202,22 @@ async def test_human_answers_through_the_input(fixture_catalog, store):
     fake = FakeRun(task, "human", script)
     app = IcaeApp(catalog=fixture_catalog, store=store)
     async with app.run_test(size=(160, 45)) as pilot:
-        screen = await open_run_screen(app, pilot, RunScreen(fake))
-        await pilot.pause()
+        screen = await open_run_screen(app, pilot, RunScreen(LiveSource(fake)))
+        await until(pilot, lambda: screen.awaiting == 1)
         box = screen.answer_box
-        assert box.display and box.has_focus and screen.awaiting == 1
+        assert box.display and box.has_focus
         assert box.text == ""  # human mode: no draft offered
         assert "draft" not in [kind for kind, _ in screen.clarify.turns]
         await pilot.press(*"JSON [please]")
         await pilot.press("enter")
         await screen.worker.wait()
-        await pilot.pause(0.2)
+        await until(pilot, lambda: "run completed" in text_of(screen, "#status"))
         assert not box.display
         assert fake.sent == [(1, "JSON [please]")]
         answers = [text for kind, text in screen.clarify.turns if kind == "answer"]
         assert answers[-1].startswith("A1  human · typed · ")
         assert "JSON [please]" in answers[-1]
-        assert screen.results.verdicts() == ["accepted"]
-        assert "run completed" in text_of(screen, "#status")
+        await until(pilot, lambda: screen.results.verdicts() == ["accepted"])  # the next flush
 
 
 async def test_a_crashing_run_shows_a_message_not_a_traceback(fixture_catalog, store):
@@ -229,15 +229,15 @@ async def test_a_crashing_run_shows_a_message_not_a_traceback(fixture_catalog, s
 
     app = IcaeApp(catalog=fixture_catalog, store=store)
     async with app.run_test(size=(160, 45)) as pilot:
-        screen = await open_run_screen(app, pilot, RunScreen(FakeRun(task, script=script)))
-        await pilot.pause(0.2)
+        screen = await open_run_screen(
+            app, pilot, RunScreen(LiveSource(FakeRun(task, script=script)))
+        )
+        await until(pilot, lambda: "run crashed" in text_of(screen, "#status"))
         assert app.is_running and app.screen is screen
-        status = text_of(screen, "#status")
-        assert "run crashed" in status and "RuntimeError: store is [bold]gone[/]" in status
+        assert "RuntimeError: store is [bold]gone[/]" in text_of(screen, "#status")
         assert "crashed" in text_of(screen, "#run-header")
         await pilot.press("escape")  # not running any more: back without asking
-        await pilot.pause()
-        assert isinstance(app.screen, TaskListScreen)
+        await until(pilot, lambda: isinstance(app.screen, TaskListScreen))
 
 
 async def test_escape_while_running_asks_then_cancels_and_goes_back(fixture_catalog, store):
@@ -256,26 +256,27 @@ async def test_escape_while_running_asks_then_cancels_and_goes_back(fixture_cata
 
     app = IcaeApp(catalog=fixture_catalog, store=store)
     async with app.run_test(size=(160, 45)) as pilot:
-        screen = await open_run_screen(app, pilot, RunScreen(FakeRun(task, script=script)))
+        screen = await open_run_screen(
+            app, pilot, RunScreen(LiveSource(FakeRun(task, script=script)))
+        )
         assert screen.running
         await pilot.press("escape")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("n")  # keep running
-        await pilot.pause()
-        assert app.screen is screen and screen.running
+        await until(pilot, lambda: app.screen is screen)
+        assert screen.running
         await pilot.press("escape")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: isinstance(app.screen, TaskListScreen))  # once cancelled
         assert cancelled.is_set()
-        assert isinstance(app.screen, TaskListScreen)
 
 
 async def test_replay_of_stored_events(app):
     events = [*stream(), CaseFinished(result=result("public/upper#0"))]
     events.append(RunFinished(status="completed", score=score(1, 4, 0.25)))
     async with app.run_test(size=(160, 45)) as pilot:
-        screen = await open_run_screen(app, pilot, RunScreen(replay=events))
+        screen = await open_run_screen(app, pilot, RunScreen(ReplaySource(events)))
         assert screen.results.verdicts() == ["accepted", "…", "…", "…"]
         assert "run completed" in text_of(screen, "#status")
         assert not screen.running
@@ -295,10 +296,12 @@ async def test_quit_while_running_cancels_the_run_cleanly(fixture_catalog, store
 
     app = IcaeApp(catalog=fixture_catalog, store=store)
     async with app.run_test(size=(160, 45)) as pilot:
-        screen = await open_run_screen(app, pilot, RunScreen(FakeRun(task, script=script)))
+        screen = await open_run_screen(
+            app, pilot, RunScreen(LiveSource(FakeRun(task, script=script)))
+        )
         assert app.running_runs()
         await pilot.press("ctrl+q")
-        await pilot.pause(1.0)
+        await eventually(lambda: app.return_code is not None, what="the app to quit", timeout=30)
     assert cleaned.is_set()
     assert app.return_code == 0
     assert screen.worker is not None and screen.worker.state.name == "CANCELLED"

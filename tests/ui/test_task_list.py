@@ -8,9 +8,13 @@ from textual.widgets import DataTable, Select, Static
 
 from icae_tui.catalog import load_catalog
 from icae_tui.ui.app import IcaeApp
+from icae_tui.ui.screens.history import HistoryScreen
+from icae_tui.ui.screens.run import RunScreen
 from icae_tui.ui.screens.run_setup import RunSetupScreen
 from icae_tui.ui.screens.task_list import TaskListScreen
 from tests.conftest import FIXTURE_TASKS
+
+from .helpers import until
 
 
 def static_text(widget: Static) -> str:
@@ -72,17 +76,15 @@ async def test_enter_opens_setup_and_escape_cancels(fixture_catalog, store):
     app = IcaeApp(catalog=fixture_catalog, store=store, pace_s=0)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.press("enter")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, RunSetupScreen))
         setup = app.screen
-        assert isinstance(setup, RunSetupScreen)
         assert setup.query_one("#agent", Select).value == "scripted:good"
         assert setup.query_one("#level", Select).value == "L1"
         assert setup.query_one("#responder", Select).value == "simulated"
         config = setup.config()
         assert config is not None and config.pace_s == 0 and config.task.id == "mini"
         await pilot.press("escape")
-        await pilot.pause()
-        assert isinstance(app.screen, TaskListScreen)
+        await until(pilot, lambda: isinstance(app.screen, TaskListScreen))
 
 
 async def test_setup_without_solutions_cannot_start(tmp_path, store):
@@ -93,9 +95,8 @@ async def test_setup_without_solutions_cannot_start(tmp_path, store):
     app = IcaeApp(catalog=catalog, store=store)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.press("enter")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, RunSetupScreen))
         setup = app.screen
-        assert isinstance(setup, RunSetupScreen)
         assert setup.query_one("#start").disabled
         assert setup.config() is None
         assert "no solutions" in static_text(setup.query_one("#setup-note", Static))
@@ -110,13 +111,16 @@ async def test_history_lists_stored_runs(fixture_catalog, store):
     app = IcaeApp(catalog=fixture_catalog, store=store)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.press("h")
-        await pilot.pause()
-        table = app.screen.query_one("#runs", DataTable)
+        await until(pilot, lambda: isinstance(app.screen, HistoryScreen))
+        history = app.screen
+        table = history.query_one("#runs", DataTable)
         assert [str(c) for c in table.get_row("r1")][:7] == [
             "r1", "mini", "scripted:good", "L1", "simulated", "completed", "100.0%",
         ]  # fmt: skip
-        await pilot.press("enter")  # a run without events still opens
-        await pilot.pause()
-        await pilot.press("escape", "escape")
-        await pilot.pause()
-        assert isinstance(app.screen, TaskListScreen)
+        await pilot.press("enter")  # a run without events still opens, as a replay
+        await until(pilot, lambda: isinstance(app.screen, RunScreen))
+        assert app.screen_stack[-2] is history and not app.screen.running
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is history)
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, TaskListScreen))

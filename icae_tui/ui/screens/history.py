@@ -10,8 +10,10 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
+from icae_tui.display.sources import ReplaySource
+from icae_tui.display.wording import pct
 from icae_tui.store import RunStore
-from icae_tui.ui.text import STATUS_STYLES, pct, safe
+from icae_tui.ui.text import STATUS_STYLES, safe
 
 
 class HistoryScreen(Screen[None]):
@@ -64,7 +66,7 @@ class HistoryScreen(Screen[None]):
         from icae_tui.ui.screens.run import RunScreen
 
         run_id = event.row_key.value or ""
-        self.app.push_screen(RunScreen(replay=self.store.events(run_id)))
+        self.app.push_screen(RunScreen(ReplaySource(self.store.events(run_id))))
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -12,7 +12,11 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import TextArea
 
+from icae_tui.display.wording import draft_source
+from icae_tui.domain.events import QuestionAsked
+
 NEWLINE_KEYS = ("ctrl+j", "shift+enter")
+KEYS = "⏎ send · ^j new line · ^l clear"
 
 
 class AnswerBox(TextArea):
@@ -34,6 +38,42 @@ class AnswerBox(TextArea):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(soft_wrap=True, tab_behavior="focus", **kwargs)  # type: ignore[arg-type]
         self.draft = ""  # what ctrl+r restores; empty outside assisted mode
+        self.question_id: int | None = None  # the question the text belongs to
+
+    def offer(self, q: QuestionAsked, mode: str) -> tuple[str, str]:
+        """Ready the box for `q`, answered in `mode` (human or assisted): a fresh box for a new
+        question; in assisted mode the simulated draft, unless the operator typed something.
+        Returns the status line to show and the notice for when the box appears."""
+        qid = q.question_id
+        if self.question_id != qid:
+            self.question_id = qid
+            self.draft = ""
+            self.set_text("")
+        if mode == "assisted":
+            self.draft = q.draft
+            if not self.text.strip():
+                self.set_text(q.draft)
+            self.border_title = f"Answer Q{qid} · assisted · draft {draft_source(q.draft_records)}"
+            self.border_subtitle = f"{KEYS} · ^r draft · ^t responder"
+            return (
+                f"Q{qid}: the simulated draft is in the box — Enter sends it, or edit it",
+                f"The agent asks Q{qid}. The simulated draft is in the answer box.",
+            )
+        if self.draft and self.text == self.draft:  # an untouched draft: a human answers alone
+            self.set_text("")
+        self.draft = ""
+        self.border_title = f"Answer Q{qid} · human"
+        self.border_subtitle = f"{KEYS} · ^t responder"
+        return (
+            f"waiting for your answer to Q{qid} (box on the right)",
+            f"The agent asks Q{qid} — type your answer.",
+        )
+
+    def forget(self) -> None:
+        """The question is answered or given up: its text goes."""
+        self.question_id = None
+        self.draft = ""
+        self.set_text("")
 
     def set_text(self, text: str) -> None:
         """Replace the content and put the cursor at its end."""

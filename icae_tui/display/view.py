@@ -1,0 +1,340 @@
+"""One view of a run for every display: `RunView.apply(event)` is the only place where
+events become what a display shows.
+
+The live console, the replay of a stored run and the headless printer each keep a `RunView`
+and feed it the run's events in order; they differ only in how they draw its state. The view
+knows nothing of Textual or Rich: its text is plain (made printable), with style hints.
+
+Displays draw incrementally: `trace` is append-only (the last TRACE_KEEP lines are kept,
+`trace_total` counts them all, `trace_since` gives what came after a display's cursor), and
+the `*_rev` counters change whenever their part of the state does.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from icae_tui.display import wording as w
+from icae_tui.domain.events import (
+    AgentCommand,
+    AgentCommandDone,
+    AgentOutput,
+    AgentSaid,
+    AgentSubmitted,
+    AgentWrote,
+    BuildChecked,
+    CaseFinished,
+    CasesPlanned,
+    Event,
+    EventsDropped,
+    PhaseChanged,
+    Progress,
+    QuestionAnswered,
+    QuestionAsked,
+    QuestionsRefused,
+    ResponderChanged,
+    RunFinished,
+    RunStarted,
+    ScoreUpdated,
+)
+from icae_tui.domain.results import CaseResult, Score
+from icae_tui.safe_text import printable
+from icae_tui.users.metrics import InteractionMetrics, interaction_metrics
+
+TRACE_KEEP = 50_000  # trace lines kept; a display that fell further behind skips the rest
+
+
+@dataclass(frozen=True)
+class TraceLine:
+    """One printable line of the run's log. `kind` says what it is (run, phase, progress,
+    said, wrote, command, output, done, question, answer, refused, dropped, switch, submitted,
+    build, planned, case, score, finished, report), so a display can leave some out."""
+
+    kind: str
+    text: str
+    style: str = ""
+
+
+@dataclass(frozen=True)
+class Turn:
+    """An entry of the clarifications: question, draft, answer, refused, switch or metrics.
+    `head` is printable; `body` (None: no body line) is the untrusted text, cut at `limit`."""
+
+    kind: str
+    head: tuple[w.Seg, ...]
+    body: str | None = None
+    body_style: str = ""
+    limit: int = w.TEXT_LIMIT
+    question_id: int | None = None
+
+
+@dataclass(frozen=True)
+class CaseRow:
+    case_id: str
+    pattern: str = ""
+    split: str = ""
+    result: CaseResult | None = None
+
+    @property
+    def verdict(self) -> str:
+        return self.result.verdict.value if self.result is not None else ""
+
+    @property
+    def reason(self) -> str:
+        return self.result.reason if self.result is not None else ""
+
+
+@dataclass
+class RunView:
+    # the run's header facts (RunStarted), phase, responder and outcome
+    started: RunStarted | None = None
+    phase: str = ""
+    phase_detail: str = ""
+    mode: str = ""  # who answers, per the events (RunStarted, then ResponderChanged)
+    finished: RunFinished | None = None
+    last_ts: float | None = None  # of the latest event: a stored run's clock stops there
+    # the log
+    trace: deque[TraceLine] = field(default_factory=lambda: deque(maxlen=TRACE_KEEP))
+    trace_total: int = 0
+    # clarifications
+    turns: list[Turn] = field(default_factory=list)
+    asked: int = 0  # questions asked, stored or only counted
+    pending: QuestionAsked | None = None  # a question waiting for the operator
+    refused: QuestionsRefused | None = None  # the latest (cumulative) count past the budget
+    dropped: EventsDropped | None = None  # the latest (cumulative) count past the store bound
+    interaction: InteractionMetrics | None = None  # once the run is over
+    # results
+    cases: dict[str, CaseRow] = field(default_factory=dict)  # in planned order
+    score: Score | None = None
+    status: tuple[w.Seg, ...] = ((w.WAITING_TO_START, "muted"),)
+    # change counters for incremental drawing
+    head_rev: int = 0
+    turns_rev: int = 0
+    cases_rev: int = 0
+    score_rev: int = 0
+    status_rev: int = 0
+    # what the reducer remembers between events
+    _partial: dict[str, str] = field(default_factory=dict)
+    _metric_events: list[Event] = field(default_factory=list)
+    _drafted: set[int] = field(default_factory=set)
+    _refused_at: int | None = None
+
+    @classmethod
+    def from_events(cls, events: Iterable[Event]) -> RunView:
+        view = cls()
+        for ev in events:
+            view.apply(ev)
+        return view
+
+    # --- reading ------------------------------------------------------------------------
+
+    @property
+    def budget(self) -> int | None:
+        return self.started.budget if self.started is not None else None
+
+    @property
+    def has_records(self) -> bool:
+        return self.started is not None and bool(self.started.task_records)
+
+    def trace_since(self, cursor: int) -> tuple[list[TraceLine], int]:
+        """The lines after `cursor` (a count of lines seen) that are still kept, and the
+        new cursor."""
+        kept = len(self.trace)
+        new = min(self.trace_total - cursor, kept)
+        return [self.trace[i] for i in range(kept - new, kept)], self.trace_total
+
+    def metrics(self) -> InteractionMetrics:
+        """The interaction metrics of what was seen so far (the report's function)."""
+        return interaction_metrics(self._metric_events)
+
+    def results_summary(self) -> str:
+        return w.results_summary([row.verdict for row in self.cases.values()])
+
+    # --- the reducer ------------------------------------------------------------------
+
+    def apply(self, ev: Event) -> None:  # noqa: C901 - one branch per event kind
+        self.last_ts = ev.ts
+        match ev:
+            case AgentOutput():
+                self._output(ev.stream, ev.text)
+            case RunStarted():
+                self.started = ev
+                self.mode = ev.responder
+                self.head_rev += 1
+                self._metric_events.append(ev)
+                self._line("run", w.run_line(ev), style="strong")
+            case PhaseChanged():
+                self.phase, self.phase_detail = ev.phase, ev.detail
+                self.head_rev += 1
+                self._line("phase", w.phase_line(ev), style="strong")
+                self._status(w.phase_status(ev))
+            case Progress():
+                self._line("progress", ev.message, prefix=w.PROGRESS_PREFIX, style="muted")
+                self._status([(printable(ev.message, limit=w.STATUS_LIMIT), "muted")])
+            case AgentSaid():
+                self._line("said", ev.text, prefix=w.SAID_PREFIX)
+            case AgentWrote():
+                self._line("wrote", w.wrote_line(ev))
+            case AgentCommand():
+                self._line("command", ev.command, prefix=w.COMMAND_PREFIX, style="strong")
+            case AgentCommandDone():
+                self._line("done", w.done_line(ev), style="warn" if ev.aftermath() else "muted")
+            case QuestionAsked():
+                self._asked(ev)
+            case QuestionAnswered():
+                self._answered(ev)
+            case QuestionsRefused():
+                self._refused(ev)
+            case EventsDropped():
+                self.dropped = ev
+                self._metric_events.append(ev)
+                self._line("dropped", w.dropped_line(ev), style="warn")
+            case ResponderChanged():
+                self.mode = ev.mode
+                self.head_rev += 1
+                self._line("switch", w.switch_line(ev))
+                self._turn(Turn("switch", tuple(w.switch_head(ev))))
+                if ev.mode == "assisted" and self.pending is not None:
+                    self._draft(self.pending)  # the operator now gets the draft
+            case AgentSubmitted():
+                self._line("submitted", ev.message, prefix=w.SUBMITTED_PREFIX)
+            case BuildChecked():
+                self._line("build", w.build_line(ev), style="good" if ev.ok else "error")
+                if not ev.ok:
+                    for stream, body in (("stdout", ev.stdout), ("stderr", ev.stderr)):
+                        if body:
+                            self._output(stream, body)
+                    self._end_output()
+            case CasesPlanned():
+                self._line("planned", w.planned_line(ev))
+                for i, case_id in enumerate(ev.case_ids):
+                    if case_id not in self.cases:
+                        pattern = ev.patterns[i] if i < len(ev.patterns) else ""
+                        split = ev.splits[i] if i < len(ev.splits) else ""
+                        self.cases[case_id] = CaseRow(case_id, pattern, split)
+                self.cases_rev += 1
+            case CaseFinished():
+                r = ev.result
+                self.cases[r.case_id] = CaseRow(r.case_id, r.pattern, r.split, r)
+                self.cases_rev += 1
+                self._line("case", w.case_line(r), style="good" if r.passed else "error")
+            case ScoreUpdated():
+                self._score(ev.score)
+                if ev.score.done == ev.score.planned:
+                    self._line("score", w.score_line(ev.score), style="strong")
+            case RunFinished():
+                self._finished(ev)
+
+    # --- clarifications ---------------------------------------------------------------
+
+    def _turn(self, turn: Turn) -> None:
+        self.turns.append(turn)
+        self.turns_rev += 1
+
+    def _asked(self, ev: QuestionAsked) -> None:
+        self.asked += 1
+        self._metric_events.append(ev)
+        self._line("question", ev.text, prefix=w.question_prefix(ev), style="question")
+        self._turn(
+            Turn("question", tuple(w.question_head(ev)), ev.text, question_id=ev.question_id)
+        )
+        if ev.mode in w.OPERATOR_MODES and ev.remaining_before > 0:
+            self.pending = ev
+            self.head_rev += 1
+            if ev.mode == "assisted":
+                self._draft(ev)
+
+    def _draft(self, ev: QuestionAsked) -> None:
+        """What the operator is offered in assisted mode (once per question)."""
+        if ev.question_id in self._drafted:
+            return
+        self._drafted.add(ev.question_id)
+        head = tuple(w.draft_head(ev))
+        self._turn(Turn("draft", head, ev.draft, "draft-body", w.DRAFT_LIMIT, ev.question_id))
+
+    def _answered(self, ev: QuestionAnswered) -> None:
+        self._metric_events.append(ev)
+        self._line("answer", ev.text, prefix=w.answer_prefix(ev))
+        self._turn(Turn("answer", tuple(w.answer_head(ev)), ev.text, question_id=ev.question_id))
+        if self.pending is not None and self.pending.question_id == ev.question_id:
+            self.pending = None
+            self.head_rev += 1
+
+    def _refused(self, ev: QuestionsRefused) -> None:
+        """Counted, not listed: one entry, kept up to date (the counts are cumulative)."""
+        before = self.refused.count if self.refused is not None else 0
+        self.asked += ev.count - before
+        self.refused = ev
+        self._metric_events.append(ev)
+        self._line("refused", w.refused_line(ev), style="warn")
+        turn = Turn("refused", tuple(w.refused_head(ev)), ev.sample, "sample")
+        if self._refused_at is None:
+            self._refused_at = len(self.turns)
+            self._turn(turn)
+        else:
+            self.turns[self._refused_at] = turn
+            self.turns_rev += 1
+
+    # --- score, status, the end -------------------------------------------------------
+
+    def _score(self, score: Score) -> None:
+        self.score = score
+        self.score_rev += 1
+
+    def _status(self, segs: list[w.Seg]) -> None:
+        self.status = tuple(segs)
+        self.status_rev += 1
+
+    def _finished(self, ev: RunFinished) -> None:
+        self.finished = ev
+        self.pending = None
+        self.head_rev += 1
+        if ev.score is not None:
+            self._score(ev.score)
+        self._line("finished", w.finished_line(ev), style=f"status:{ev.status}")
+        if ev.report_path:
+            self._line("report", w.report_line(ev.report_path), style="muted")
+        summary = ""
+        if self.started is not None:
+            self.interaction = self.metrics()
+            summary = w.metrics_line(self.interaction, has_records=self.has_records)
+            segs = w.metrics_segments(self.interaction, has_records=self.has_records)
+            self._turn(Turn("metrics", tuple(segs)))
+        self._status(w.finished_status(ev, summary))
+
+    # --- trace lines --------------------------------------------------------------------
+
+    def _push(self, line: TraceLine) -> None:
+        self.trace.append(line)
+        self.trace_total += 1
+
+    def _line(self, kind: str, text: str, *, prefix: str = "", style: str = "") -> None:
+        """`text`, a line at a time, each after `prefix`; any unfinished output goes first."""
+        self._end_output()
+        head = printable(prefix)
+        for part in text.replace("\r\n", "\n").split("\n"):
+            self._push(TraceLine(kind, head + printable(part, limit=w.LINE_LIMIT), style))
+
+    def _output(self, stream: str, chunk: str) -> None:
+        """A chunk of a command's output; lines are completed across chunks."""
+        data = self._partial.pop(stream, "") + chunk.replace("\r\n", "\n")
+        *lines, rest = data.split("\n")
+        prefix = w.OUTPUT_PREFIX.get(stream, "  ")
+        style = "warn" if stream == "stderr" else ""
+        for part in lines:
+            self._push(TraceLine("output", prefix + printable(part, limit=w.LINE_LIMIT), style))
+        if len(rest) > 4 * w.LINE_LIMIT:  # a newline-less flood: show what there is
+            self._push(TraceLine("output", prefix + printable(rest, limit=w.LINE_LIMIT), style))
+            rest = ""
+        if rest:
+            self._partial[stream] = rest
+
+    def _end_output(self) -> None:
+        """Unfinished output lines end when the command ends or anything else happens."""
+        for stream, rest in list(self._partial.items()):
+            prefix = w.OUTPUT_PREFIX.get(stream, "  ")
+            style = "warn" if stream == "stderr" else ""
+            self._push(TraceLine("output", prefix + printable(rest, limit=w.LINE_LIMIT), style))
+        self._partial.clear()

@@ -1,0 +1,356 @@
+"""What displays say about a run: every string, once.
+
+Lines and segments are plain text with a *style hint* beside it (a word such as "muted",
+"warn" or "mode:human", never a terminal style): the console maps hints to styles
+(icae_tui/ui/text.py), the headless printer ignores them. Untrusted parts (agent output,
+task data, model names) are made printable here, so no display sees a control character.
+"""
+
+from __future__ import annotations
+
+from icae_tui.domain.events import (
+    AgentCommandDone,
+    AgentWrote,
+    BuildChecked,
+    CasesPlanned,
+    EventsDropped,
+    PhaseChanged,
+    QuestionAnswered,
+    QuestionAsked,
+    QuestionsRefused,
+    ResponderChanged,
+    RunFinished,
+    RunStarted,
+)
+from icae_tui.domain.results import CaseResult, Score
+from icae_tui.safe_text import printable
+from icae_tui.users.metrics import InteractionMetrics
+
+Seg = tuple[str, str]  # (text, style hint)
+
+PHASES = ("prepare", "generate", "freeze", "build", "evaluate", "score")
+OPERATOR_MODES = ("human", "assisted")  # the modes in which a question waits for the operator
+LINE_LIMIT = 4000  # characters of one trace line; the rest becomes a visible "[+N chars]"
+TEXT_LIMIT = 4000  # of a question, an answer or a sample in the clarifications
+DRAFT_LIMIT = 1500  # of the simulated user's draft in the clarifications
+STATUS_LIMIT = 300  # of a progress message in the status line
+ERROR_LIMIT = 500  # of a run's error in the status line
+
+# --- trace prefixes (a multi-line text gets its prefix on every line) ---------------------
+
+OUTPUT_PREFIX = {"stdout": "  out│ ", "stderr": "  err│ "}
+PROGRESS_PREFIX = "   · "
+SAID_PREFIX = "agent › "
+COMMAND_PREFIX = "$ "
+SUBMITTED_PREFIX = "agent submitted › "
+
+WAITING_TO_START = "waiting for the run to start…"
+NO_RUN = "no run"
+NO_QUESTIONS = "No questions yet."
+PENDING = "…"
+
+
+# --- small formats ----------------------------------------------------------------------
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def seconds(value: float) -> str:
+    return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.1f}s"
+
+
+def clock(elapsed_s: float) -> str:
+    elapsed = max(0, int(elapsed_s))
+    return f"{elapsed // 60:02d}:{elapsed % 60:02d}"
+
+
+def phase_step(phase: str) -> str:
+    """The step of a known phase, as " 2/6"; "" for any other."""
+    return f" {PHASES.index(phase) + 1}/{len(PHASES)}" if phase in PHASES else ""
+
+
+# --- who answered, from what --------------------------------------------------------------
+
+
+def answer_source(ev: QuestionAnswered) -> str:
+    """Which records the answer came from, or why it came from none."""
+    if ev.over_budget:
+        return "budget"
+    if ev.record_ids:
+        return printable(", ".join(ev.record_ids))
+    if ev.fallback:
+        return "fallback"
+    return "typed" if ev.responder in OPERATOR_MODES else "—"
+
+
+def answered_by(ev: QuestionAnswered) -> str:
+    """Who answered: simulated, model (name), human, assisted (edited), budget."""
+    if ev.responder == "model" and ev.model:
+        return printable(f"model {ev.model}")
+    if ev.responder == "assisted" and ev.edited:
+        return "assisted (edited)"
+    return printable(ev.responder)
+
+
+def draft_source(records: list[str]) -> str:
+    return printable(", ".join(records)) if records else "fallback"
+
+
+def source_hint(source: str) -> str:
+    return "warn" if source in ("fallback", "budget") else "record"
+
+
+# --- the trace ----------------------------------------------------------------------------
+
+
+def run_line(ev: RunStarted) -> str:
+    return (
+        f"run {ev.run_id} · task {ev.task_id} · agent {ev.agent} · level {ev.level}"
+        f" · responder {ev.responder} · budget {ev.budget}"
+    )
+
+
+def phase_line(ev: PhaseChanged) -> str:
+    return f"━━ {ev.phase}" + (f" · {ev.detail}" if ev.detail else "")
+
+
+def wrote_line(ev: AgentWrote) -> str:
+    return f"agent wrote {ev.path} ({ev.size} bytes)"
+
+
+def done_line(ev: AgentCommandDone) -> str:
+    note = f" ({after})" if (after := ev.aftermath()) else ""
+    return f"   exit {ev.exit_code} in {ev.duration_s:.2f}s{note}"
+
+
+def question_prefix(ev: QuestionAsked) -> str:
+    via = "" if ev.via == "agent" else f" via {ev.via}"
+    return f"? Q{ev.question_id} ({ev.remaining_before} left{via}): "
+
+
+def answer_prefix(ev: QuestionAnswered) -> str:
+    return f"  A{ev.question_id} [{answered_by(ev)} · {answer_source(ev)}]: "
+
+
+def refused_line(ev: QuestionsRefused) -> str:
+    return (
+        f"   {ev.count} more question(s) past the budget (Q{ev.first_id}–Q{ev.last_id},"
+        f" {ev.chars} characters): refused, counted, not stored one by one"
+    )
+
+
+def dropped_line(ev: EventsDropped) -> str:
+    kinds = ", ".join(f"{k} {n}" for k, n in ev.by_kind.items())
+    when = "in all" if ev.final else "store bound reached"
+    return (
+        f"!! {when}: {ev.count} low-value event(s) not stored ({kinds}); bound"
+        f" {ev.max_events} events / {ev.max_bytes >> 20} MiB"
+    )
+
+
+def switch_line(ev: ResponderChanged) -> str:
+    by = f" (by {ev.by})" if ev.by and ev.by != "operator" else ""
+    return f"⇄ responder → {ev.mode}{by}"
+
+
+def build_line(ev: BuildChecked) -> str:
+    return f"build {'ok' if ev.ok else 'FAILED'} — {ev.reason}"
+
+
+def planned_line(ev: CasesPlanned) -> str:
+    return f"   {len(ev.case_ids)} cases planned"
+
+
+def case_line(r: CaseResult) -> str:
+    mark = "PASS" if r.passed else "FAIL"
+    return f"{mark} {r.case_id:<28} {r.verdict.value:<13} {r.reason}"
+
+
+def finished_line(ev: RunFinished) -> str:
+    return f"━━ run {ev.status}" + (f" — {ev.error}" if ev.error else "")
+
+
+def report_line(path: str) -> str:
+    return f"report: {path}"
+
+
+# --- the score ----------------------------------------------------------------------------
+
+
+def score_segments(score: Score | None) -> list[Seg]:
+    if score is None:
+        return [("score: —", "muted")]
+    segs: list[Seg] = [
+        ("overall ", "muted"),
+        (pct(score.overall), "good-strong" if score.overall >= 0.999 else "strong"),
+        ("  macro ", "muted"),
+        (pct(score.macro), "strong"),
+        ("  │  ", "muted"),
+    ]
+    for label, value in (
+        ("exec", score.exec_rate),
+        ("SP", score.sp_rate),
+        ("EM", score.em_rate),
+        ("FM", score.fm_rate),
+    ):
+        segs += [(f"{label} ", "muted"), (pct(value) + "  ", "")]
+    segs += [("│  ", "muted"), (f"{score.done}/{score.planned}", "strong")]
+    segs.append((" cases done", "muted"))
+    if score.public_minus_hidden is not None:
+        segs.append(("  │  public−hidden ", "muted"))
+        segs.append((f"{100 * score.public_minus_hidden:+.1f} pts", ""))
+    if not score.build_ok:
+        segs += [("  │  ", "muted"), ("build failed", "error-strong")]
+    return segs
+
+
+def score_line(score: Score) -> str:
+    return "score: " + plain(score_segments(score))
+
+
+def plain(segs: list[Seg] | tuple[Seg, ...]) -> str:
+    return "".join(text for text, _ in segs)
+
+
+# --- interaction ------------------------------------------------------------------------
+
+
+def metrics_line(m: InteractionMetrics, *, has_records: bool = True) -> str:
+    """The one-line summary for titles: turns/budget, coverage, fallback (whole percents)."""
+    parts = [f"{m.turns}/{m.budget} turns"]
+    if has_records:
+        parts.append(f"coverage {100 * m.coverage:.0f}%")
+    parts.append(f"fallback {100 * m.fallback_rate:.0f}%")
+    return " · ".join(parts)
+
+
+def interaction_line(m: InteractionMetrics) -> str:
+    """The headless run's closing line."""
+    never = ", ".join(m.never_asked) or "none"
+    over = f" (+{m.over_budget} over budget)" if m.over_budget else ""
+    return (
+        f"interaction: {m.turns}/{m.budget} questions{over} · fallback {pct(m.fallback_rate)} · "
+        f"coverage {pct(m.coverage)} ({len(m.covered)} records) · never asked: {never}"
+    )
+
+
+def metrics_segments(m: InteractionMetrics, *, has_records: bool = True) -> list[Seg]:
+    """The interaction metrics as the clarifications' last entry (several lines)."""
+    segs: list[Seg] = [("interaction", "strong"), (f"  {m.turns}/{m.budget} turns", "")]
+    if m.over_budget:
+        segs.append((f" (+{m.over_budget} over budget)", "warn"))
+    segs.append((f" · fallback {pct(m.fallback_rate)}", ""))
+    if m.turns:
+        segs.append((f" · mean latency {seconds(m.mean_latency_s)}", "muted"))
+    if has_records:
+        segs.append((f"\ncoverage {pct(m.coverage)}", "strong"))
+        if m.covered:
+            segs.append((printable(" · covered " + ", ".join(m.covered)), "good"))
+        if m.never_asked:
+            segs.append((printable(" · never asked " + ", ".join(m.never_asked)), "warn"))
+    if m.generic_revealed:
+        segs.append(("\n", ""))
+        segs.append((printable("generic revealed " + ", ".join(m.generic_revealed)), "muted"))
+    if m.by_responder:
+        by = ", ".join(f"{k} {v}" for k, v in sorted(m.by_responder.items()))
+        segs.append(("\n", ""))
+        segs.append((printable(f"by responder: {by}"), "muted"))
+    return segs
+
+
+# --- clarification turns (a head of segments; the body is the untrusted text) --------------
+
+
+def question_head(ev: QuestionAsked) -> list[Seg]:
+    segs: list[Seg] = [
+        (f"Q{ev.question_id}", "question"),
+        (printable(f"  {ev.via} · {ev.remaining_before} left"), "muted"),
+    ]
+    if ev.mode in OPERATOR_MODES:
+        segs += [(" · for ", "muted"), (ev.mode, f"mode:{ev.mode}")]
+    return segs
+
+
+def draft_head(ev: QuestionAsked) -> list[Seg]:
+    source = draft_source(ev.draft_records)
+    return [
+        (f"draft Q{ev.question_id}", "draft"),
+        ("  simulated · ", "muted"),
+        (source, source_hint(source)),
+    ]
+
+
+def answer_head(ev: QuestionAnswered) -> list[Seg]:
+    source = answer_source(ev)
+    segs: list[Seg] = [
+        (f"A{ev.question_id}", "strong"),
+        ("  ", ""),
+        (answered_by(ev), f"who:{ev.responder}"),
+        (" · ", "muted"),
+        (source, source_hint(source)),
+    ]
+    if not ev.over_budget:
+        segs.append((f" · {seconds(ev.latency_s)}", "muted"))
+    return segs
+
+
+def refused_head(ev: QuestionsRefused) -> list[Seg]:
+    return [
+        (f"+{ev.count} more past the budget", "warn"),
+        (
+            f"  Q{ev.first_id}–Q{ev.last_id} · {ev.chars} characters · refused,"
+            " counted, not listed",
+            "muted",
+        ),
+    ]
+
+
+def switch_head(ev: ResponderChanged) -> list[Seg]:
+    segs: list[Seg] = [("⇄ responder → ", "muted"), (printable(ev.mode), f"mode:{ev.mode}")]
+    if ev.by and ev.by != "operator":
+        segs.append((printable(f" (by {ev.by})"), "muted"))
+    return segs
+
+
+def clarifications_title(asked: int, budget: int | None, mode: str, summary: str = "") -> str:
+    if summary:
+        return f"Clarifications · {summary}"
+    of = f"/{budget}" if budget is not None else ""
+    for_mode = f" · responder {mode}" if mode else ""
+    return f"Clarifications · {asked}{of} asked{for_mode}"
+
+
+# --- status -----------------------------------------------------------------------------
+
+
+def phase_status(ev: PhaseChanged) -> list[Seg]:
+    return [(printable(f"{ev.phase}…" + (f" {ev.detail}" if ev.detail else "")), "")]
+
+
+def finished_status(ev: RunFinished, summary: str = "") -> list[Seg]:
+    segs: list[Seg] = [(f"run {ev.status}", f"status:{ev.status}")]
+    if summary:
+        segs.append(("  ·  " + summary, "muted"))
+    if ev.error:
+        segs += [(" — ", ""), (printable(ev.error, limit=ERROR_LIMIT), "error")]
+    if ev.report_path:
+        segs += [("   report ", "muted"), (printable(ev.report_path), "")]
+    return segs
+
+
+# --- results ------------------------------------------------------------------------------
+
+
+def results_summary(verdicts: list[str]) -> str:
+    """e.g. "12 accepted · 3 wrong_answer · 55 pending", from each row's verdict ("" pending)."""
+    counts: dict[str, int] = {}
+    for verdict in verdicts:
+        if verdict:
+            counts[verdict] = counts.get(verdict, 0) + 1
+    parts = [f"{n} {verdict}" for verdict, n in sorted(counts.items(), key=lambda kv: -kv[1])]
+    pending = sum(1 for v in verdicts if not v)
+    if pending:
+        parts.append(f"{pending} pending")
+    return " · ".join(parts)

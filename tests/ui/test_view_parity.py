@@ -1,0 +1,77 @@
+"""The run screen, live or replaying, holds the headless printer's view and draws it."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from textual.widgets import Static
+
+from icae_tui.catalog import Catalog
+from icae_tui.display.sources import LiveSource, ReplaySource
+from icae_tui.display.view import RunView
+from icae_tui.display.wording import plain
+from icae_tui.headless import PlainPrinter
+from icae_tui.ui.app import IcaeApp
+from icae_tui.ui.screens.run import RunScreen
+from icae_tui.ui.widgets.trace import SHOWN_ELSEWHERE
+
+from .helpers import RECORDED_T0, FakeRun, recorded_run, until
+
+
+def printed(events: list) -> RunView:
+    printer = PlainPrinter(io.StringIO())
+    for ev in events:
+        printer(ev)
+    return printer.view
+
+
+def assert_drawn(screen: RunScreen) -> None:
+    """The widgets show the view: every trace line (cases and score have their own
+    widgets), every turn, every case, the status."""
+    view = screen.view
+    screen.flush()
+    assert list(screen.trace.lines) == [
+        line.text for line in view.trace if line.kind not in SHOWN_ELSEWHERE
+    ]
+    assert [kind for kind, _ in screen.clarify.turns] == [t.kind for t in view.turns]
+    assert screen.results.planned == list(view.cases)
+    assert screen.results.verdicts() == [row.verdict or "…" for row in view.cases.values()]
+    assert screen.status_message == plain(view.status)
+    assert "50.0%" in str(screen.query_one("#score", Static).render())
+
+
+@pytest.fixture
+def app(store):
+    return IcaeApp(catalog=Catalog(), store=store)
+
+
+async def test_a_replay_holds_the_printers_view(app):
+    events = recorded_run()
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = RunScreen(ReplaySource(events))
+        await app.push_screen(screen)
+        await pilot.pause()
+        assert type(screen.view) is RunView
+        assert screen.view == printed(events)
+        assert_drawn(screen)
+        assert "01:51" in str(screen.query_one("#run-header", Static).render())  # events' clock
+
+
+async def test_a_live_run_holds_the_printers_view(fixture_catalog, app):
+    events = recorded_run()
+
+    async def script(run: FakeRun):
+        for ev in events:
+            run.emit(ev)
+
+    fake = FakeRun(fixture_catalog.tasks["mini"], "simulated", script)
+    printer = PlainPrinter(io.StringIO())
+    fake.subscribe(printer)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = RunScreen(LiveSource(fake, clock=lambda: RECORDED_T0 + 5))
+        await app.push_screen(screen)
+        await until(pilot, lambda: screen.worker is not None and screen.worker.is_finished)
+        assert screen.view == printer.view == printed(events)
+        assert_drawn(screen)
+        assert not screen.answer_box.display  # Q2 waited for the operator, then was answered
