@@ -1,4 +1,5 @@
-"""`icae`: the console by default; `run`, `tasks`, `images`, `runs` for scripts and CI."""
+"""`icae`: the console by default; `run`, `tasks`, `images`, `runs`, `agents` for scripts
+and CI."""
 
 from __future__ import annotations
 
@@ -230,6 +231,38 @@ def cmd_reap(args: argparse.Namespace) -> int:
     return _with_engine(sweep)
 
 
+def cmd_agents(args: argparse.Namespace) -> int:
+    """The configured agents, one a line, then their errors on stderr; 0 when one is ready."""
+    from icae_tui.agents.config import AgentState, ModelAgentConfig
+    from icae_tui.agents.registry import configured_agents
+
+    config = configured_agents([Path(f) for f in args.agents or ()])
+    ready = 0
+    if config.agents:
+        print(f"{'NAME':<22} {'KIND':<8} {'MODEL @ ENDPOINT / COMMAND':<44} {'STATE':<34} FROM")
+    for entry in config.agents.values():
+        s = entry.settings
+        state = entry.state(os.environ)
+        ready += state is AgentState.READY
+        if isinstance(s, ModelAgentConfig):
+            target = f"{s.model} @ {s.base_url or '(no endpoint)'}"
+        else:
+            target = f"{s.run} ({s.parser})"
+        shown_state = str(state)
+        if state is AgentState.MISSING_KEY and isinstance(s, ModelAgentConfig):
+            shown_state = f"{state} {s.api_key_env}"
+        where = str(entry.source) if entry.line is None else f"{entry.source}:{entry.line}"
+        print(f"{printable(entry.name, limit=40):<22} {entry.kind:<8} "
+              f"{printable(target, limit=60):<44} {printable(shown_state):<34} "
+              f"{printable(where)}")  # fmt: skip
+    for err in config.errors:
+        print(printable(str(err), limit=500), file=sys.stderr)
+    if not ready:
+        print("no configured agent is ready (scripted:<solution> agents still come with "
+              "each task; see `icae tasks`)", file=sys.stderr)  # fmt: skip
+    return 0 if ready else 1
+
+
 def cmd_console(args: argparse.Namespace) -> int:
     from icae_tui.ui.app import IcaeApp
 
@@ -248,6 +281,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tasks", help="tasks folder (default: ./tasks)")
     p.add_argument("--home", help=f"where runs are stored (default: {default_home()})")
     p.add_argument("--pace", type=SECONDS, default=None, help="seconds between scripted steps")
+    p.add_argument("--agents", action="append", metavar="FILE",
+                   help="agents TOML read after the defaults and the user's file "
+                   "(~/.config/icae-tui/agents.toml); its entries win (repeatable)")  # fmt: skip
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     sub.add_parser("console", help="open the console (the default)")
@@ -281,6 +317,8 @@ def parser() -> argparse.ArgumentParser:
                      help="cases evaluated at once (at least 1)")  # fmt: skip
     run.add_argument("-v", "--verbose", action="store_true", help="print agent command output")
 
+    sub.add_parser("agents", help="list the configured agents, their state and any errors")
+
     sub.add_parser("reap", help="remove containers and images that dead or expired runs left")
 
     runs = sub.add_parser("runs", help="list stored runs, or export one")
@@ -298,6 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         "run": cmd_run,
         "runs": cmd_runs,
         "reap": cmd_reap,
+        "agents": cmd_agents,
     }
     return handlers[args.command](args)
 

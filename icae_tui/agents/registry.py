@@ -1,8 +1,13 @@
-"""Agent specs as the operator writes them: `kind:name`, e.g. `scripted:good`."""
+"""Agent specs as the operator writes them: `kind:name`, e.g. `scripted:good`; and the agents
+configured in TOML (`icae_tui.agents.config`), listed for the console and `icae agents`."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
 from icae_tui.agents.base import Agent, AgentError
+from icae_tui.agents.config import AgentConfig, load_agent_config
 from icae_tui.agents.scripted import ScriptedAgent
 from icae_tui.domain.task import Task
 
@@ -11,6 +16,13 @@ KINDS = ("scripted",)
 
 def available_agents(task: Task) -> list[str]:
     return [f"scripted:{name}" for name in task.solutions]
+
+
+def configured_agents(extra_files: Sequence[Path] = ()) -> AgentConfig:
+    """The agents declared in the defaults, the user's file and `extra_files` (`--agents`),
+    with the errors of broken entries; each entry's `state(os.environ)` says if it is ready.
+    Scripted agents are not among them: they are per task, see `available_agents`."""
+    return load_agent_config(extra_files)
 
 
 def make_agent(spec: str, task: Task, *, pace_s: float | None = None) -> Agent:

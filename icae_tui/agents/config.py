@@ -1,0 +1,363 @@
+"""Configured agents: `[agents.<name>]` entries in TOML files, validated with pydantic.
+
+Files, in order (a later file's entry replaces an earlier entry of the same name, whole):
+the defaults shipped with the package (`defaults.toml` next to this module), the user's
+file (`$XDG_CONFIG_HOME/icae-tui/agents.toml`, default `~/.config/icae-tui/agents.toml`),
+then any `--agents FILE` given to `icae`. A broken entry is reported with its file, line and
+field and the other entries still load; it also hides any earlier entry of the same name
+(the user meant to replace it, so the old one is not used silently). A file that is not
+valid TOML is one located error; the other files still load.
+
+Scripted agents are not declared here: each task's solutions/ are offered as
+`scripted:<solution>` by `icae_tui.agents.registry`, exactly as before.
+
+Lines: tomllib gives no positions, so after a file parses, `key_lines` scans its text once
+and records, for every table header (`[agents.x]`, `[agents.x.limits]`) and every `key =`
+line, the line of the full dotted key path and of each of its prefixes (first occurrence
+wins). Quoted keys and dotted keys are understood; lines inside multi-line strings are
+skipped. An error's field path (e.g. `agents.x.limits.max_steps`) is then looked up, falling
+back to its longest known prefix: a key inside an inline table or an array reports the line
+of the key holding it, a missing key reports the entry's header line.
+
+The models do no I/O; `load_agent_config` reads the files and `AgentEntry.state` takes the
+environment as an argument.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+
+DEFAULTS_FILE = Path(__file__).with_name("defaults.toml")
+
+
+class AgentKind(StrEnum):
+    SCRIPTED = "scripted"  # a task's solutions/ folder: `scripted:<solution>`, never in TOML
+    MODEL = "model"  # the built-in model-driven agent (to come)
+    COMMAND = "command"  # a CLI agent installed and run in the sandbox (to come)
+
+
+DECLARABLE_KINDS = (AgentKind.MODEL, AgentKind.COMMAND)
+
+
+class TraceParser(StrEnum):
+    PLAIN = "plain"
+    CLAUDE_STREAM_JSON = "claude-stream-json"
+    CODEX_JSON = "codex-json"
+    MINI_SWE_AGENT = "mini-swe-agent"
+    AIDER = "aider"
+
+
+class AgentState(StrEnum):
+    READY = "ready"
+    NEEDS_ENDPOINT = "needs an endpoint"
+    MISSING_KEY = "missing key variable"
+    INSTALL_PENDING = "install pending"  # command agents: installing them comes later
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+AGENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+PositiveInt = Annotated[int, Field(strict=True, gt=0)]
+PositiveFloat = Annotated[float, Field(strict=True, gt=0)]
+NonEmpty = Annotated[str, Field(strict=True, min_length=1)]
+
+
+def _env_name(value: str) -> str:
+    if not _ENV_NAME.fullmatch(value):
+        raise ValueError(
+            "must be the NAME of an environment variable (e.g. OPENAI_API_KEY), "
+            "never the key itself"
+        )
+    return value
+
+
+EnvName = Annotated[str, Field(strict=True), AfterValidator(_env_name)]
+
+
+class Limits(BaseModel):
+    """Per-case limits; each is optional and, when given, positive."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_steps: PositiveInt | None = None
+    max_seconds: PositiveFloat | None = None
+    max_model_calls: PositiveInt | None = None
+    max_tokens: PositiveInt | None = None
+    max_cost_usd: PositiveFloat | None = None
+
+
+class ModelAgentConfig(BaseModel):
+    """The built-in agent driven by a model behind an OpenAI-compatible endpoint."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal[AgentKind.MODEL] = AgentKind.MODEL
+    model: NonEmpty
+    base_url: Annotated[str, Field(strict=True, pattern=r"^https?://\S+$")] | None = None
+    api_key_env: EnvName | None = None
+    temperature: Annotated[float, Field(strict=True, ge=0, le=2)] | None = None
+    limits: Limits = Limits()
+
+
+class CommandAgentConfig(BaseModel):
+    """A CLI agent: shell lines that install it, a command template that runs it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal[AgentKind.COMMAND] = AgentKind.COMMAND
+    install: list[NonEmpty] = []
+    run: NonEmpty
+    env: list[EnvName] = []  # names of host variables passed through, never values
+    limits: Limits = Limits()
+    parser: TraceParser = TraceParser.PLAIN
+
+
+AgentSettings = ModelAgentConfig | CommandAgentConfig
+_MODELS: dict[str, type[BaseModel]] = {
+    AgentKind.MODEL: ModelAgentConfig,
+    AgentKind.COMMAND: CommandAgentConfig,
+}
+
+
+@dataclass(frozen=True)
+class AgentEntry:
+    """One configured agent and where it was declared."""
+
+    name: str
+    settings: AgentSettings
+    source: Path
+    line: int | None
+
+    @property
+    def kind(self) -> AgentKind:
+        return self.settings.kind
+
+    def state(self, environ: Mapping[str, str]) -> AgentState:
+        s = self.settings
+        if isinstance(s, CommandAgentConfig):
+            return AgentState.INSTALL_PENDING
+        if s.base_url is None:
+            return AgentState.NEEDS_ENDPOINT
+        if s.api_key_env is not None and not environ.get(s.api_key_env):
+            return AgentState.MISSING_KEY
+        return AgentState.READY
+
+
+@dataclass(frozen=True)
+class ConfigError:
+    """One problem, located: `file:line: field: message` (line and field when known)."""
+
+    path: Path
+    line: int | None
+    field: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line is not None else str(self.path)
+        return (
+            f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+        )
+
+
+@dataclass
+class AgentConfig:
+    agents: dict[str, AgentEntry] = field(default_factory=dict)
+    errors: list[ConfigError] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)  # the files that were read
+
+
+# --- where keys are in a file's text -------------------------------------------------------
+
+_BARE = r"[A-Za-z0-9_-]+"
+_BASIC = r'"(?:[^"\\]|\\.)*"'
+_LITERAL = r"'[^']*'"
+_KEY_PART = rf"\s*(?:{_BARE}|{_BASIC}|{_LITERAL})\s*"
+_KEY_PATH = rf"{_KEY_PART}(?:\.{_KEY_PART})*"
+_HEADER = re.compile(rf"^\s*\[\[?({_KEY_PATH})\]")  # [table] and [[array of tables]]
+_ASSIGN = re.compile(rf"^({_KEY_PATH})=")
+_PART = re.compile(rf"\s*({_BARE}|{_BASIC}|{_LITERAL})\s*")
+
+
+def _split_key(path: str) -> tuple[str, ...]:
+    parts = []
+    for m in _PART.finditer(path):
+        raw = m.group(1)
+        if raw.startswith('"'):
+            raw = tomllib.loads(f"k = {raw}")["k"]
+        elif raw.startswith("'"):
+            raw = raw[1:-1]
+        parts.append(raw)
+    return tuple(parts)
+
+
+def key_lines(text: str) -> dict[tuple[str, ...], int]:
+    """Line (1-based) of every table header and `key =` in a valid TOML text, by full key
+    path, plus each path's prefixes (first occurrence wins). See the module docstring."""
+    lines: dict[tuple[str, ...], int] = {}
+    table: tuple[str, ...] = ()
+    in_string: str | None = None  # the delimiter of the multi-line string we are inside
+    for number, line in enumerate(text.splitlines(), start=1):
+        if in_string is not None:
+            if line.count(in_string) % 2 == 1:
+                in_string = None
+            continue
+        path: tuple[str, ...] | None = None
+        if m := _HEADER.match(line):
+            table = path = _split_key(m.group(1))
+        elif m := _ASSIGN.match(line):
+            path = table + _split_key(m.group(1))
+            rest = line[m.end() :]
+            for delim in ('"""', "'''"):
+                if rest.count(delim) % 2 == 1:
+                    in_string = delim
+                    break
+        if path is not None:
+            for end in range(1, len(path) + 1):
+                lines.setdefault(path[:end], number)
+    return lines
+
+
+def locate(lines: Mapping[tuple[str, ...], int], path: Sequence[str]) -> int | None:
+    """The line of `path`, or of its longest prefix found in the text."""
+    for end in range(len(path), 0, -1):
+        if (found := lines.get(tuple(path[:end]))) is not None:
+            return found
+    return None
+
+
+def _key(part: str) -> str:
+    return part if re.fullmatch(_BARE, part) else f'"{part}"'
+
+
+def _field_name(prefix: Sequence[str], loc: Iterable[int | str]) -> str:
+    """`agents.x.limits.max_steps`, `agents.x.env[1]`, `agents."a.b".kind`."""
+    out = ".".join(_key(p) for p in prefix)
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else f".{_key(part)}"
+    return out
+
+
+def _message(msg: str) -> str:
+    return msg.removeprefix("Value error, ")
+
+
+# --- parsing entries (pure) ----------------------------------------------------------------
+
+
+def parse_entry(name: str, raw: Any) -> tuple[AgentSettings | None, list[tuple[tuple, str]]]:
+    """Validate one `[agents.<name>]` table: the settings, or (loc within the entry, message)
+    problems. `loc` is relative to the entry: () for the entry itself."""
+    if not AGENT_NAME.fullmatch(name):
+        return None, [((), "agent names use letters, digits, '.', '_' and '-' (no ':')")]
+    if not isinstance(raw, dict):
+        return None, [((), "must be a table of settings")]
+    kind = raw.get("kind")
+    known = ", ".join(DECLARABLE_KINDS)
+    if kind is None:
+        return None, [(("kind",), f"missing; one of {known}")]
+    if kind == AgentKind.SCRIPTED:
+        return None, [
+            (
+                ("kind",),
+                "scripted agents are not declared in TOML: each task's solutions are "
+                "offered as scripted:<solution>",
+            )
+        ]
+    if not isinstance(kind, str) or kind not in _MODELS:
+        return None, [(("kind",), f"unknown kind {kind!r}; one of {known}")]
+    try:
+        settings = _MODELS[kind].model_validate(raw)
+    except ValidationError as err:
+        return None, [(tuple(e["loc"]), _message(e["msg"])) for e in err.errors()]
+    assert isinstance(settings, ModelAgentConfig | CommandAgentConfig)
+    return settings, []
+
+
+def parse_text(path: Path, text: str, into: AgentConfig) -> None:
+    """Add one file's entries and errors to `into`; later calls override earlier names."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        m = re.search(r"\(at line (\d+), column \d+\)", str(err))
+        into.errors.append(
+            ConfigError(path, int(m.group(1)) if m else None, None, f"invalid TOML: {err}")
+        )
+        return
+    lines = key_lines(text)
+    for key in data:
+        if key != "agents":
+            into.errors.append(
+                ConfigError(
+                    path, locate(lines, [key]), key, "unknown table; agents go in [agents.<name>]"
+                )
+            )
+    agents = data.get("agents", {})
+    if not isinstance(agents, dict):
+        into.errors.append(
+            ConfigError(path, locate(lines, ["agents"]), "agents", "must be a table of agents")
+        )
+        return
+    for name, raw in agents.items():
+        settings, problems = parse_entry(name, raw)
+        entry_path = ("agents", name)
+        for loc, message in problems:
+            str_loc = [str(p) for p in loc]
+            into.errors.append(
+                ConfigError(
+                    path,
+                    locate(lines, [*entry_path, *str_loc]),
+                    _field_name(entry_path, loc),
+                    message,
+                )
+            )
+        if settings is None:
+            into.agents.pop(name, None)  # a broken override hides the entry it replaced
+        else:
+            into.agents[name] = AgentEntry(name, settings, path, locate(lines, entry_path))
+
+
+# --- reading the files ---------------------------------------------------------------------
+
+
+def user_config_file(environ: Mapping[str, str]) -> Path:
+    """`$XDG_CONFIG_HOME/icae-tui/agents.toml`; a relative or empty XDG_CONFIG_HOME is
+    ignored, as the XDG spec says, for `~/.config`."""
+    xdg = environ.get("XDG_CONFIG_HOME", "")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".config"
+    return base / "icae-tui" / "agents.toml"
+
+
+def load_files(paths: Sequence[Path], *, optional: Sequence[Path] = ()) -> AgentConfig:
+    """Read `paths` in order. A file in `optional` that does not exist is skipped quietly;
+    any other unreadable file is one error."""
+    config = AgentConfig()
+    for path in paths:
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except FileNotFoundError:
+            if path not in optional:
+                config.errors.append(ConfigError(path, None, None, "file not found"))
+            continue
+        except (OSError, UnicodeDecodeError) as err:
+            config.errors.append(ConfigError(path, None, None, f"cannot read: {err}"))
+            continue
+        config.files.append(path)
+        parse_text(path, text, config)
+    return config
+
+
+def load_agent_config(
+    extra_files: Sequence[Path] = (), *, environ: Mapping[str, str] | None = None
+) -> AgentConfig:
+    """Defaults, then the user's file (if any), then `extra_files` (`--agents`)."""
+    user = user_config_file(os.environ if environ is None else environ)
+    return load_files([DEFAULTS_FILE, user, *extra_files], optional=[user])
