@@ -199,8 +199,15 @@ def cmd_runs(args: argparse.Namespace) -> int:
     store.mark_interrupted()
     if args.export:
         from icae_tui.report import build_report
+        from icae_tui.trajectory import build_trajectory
 
-        print(json.dumps(build_report(store.events(args.export)), indent=2, ensure_ascii=False))
+        events = store.events(args.export)
+        if not events:
+            print(f"error: no stored run {printable(args.export)!r} (see `icae runs`)",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        build = build_trajectory if args.trajectory else build_report
+        print(json.dumps(build(events), indent=2, ensure_ascii=False))
         return 0
     for row in store.runs():
         overall = "—" if row.overall is None else f"{100 * row.overall:.1f}%"
@@ -323,6 +330,8 @@ def parser() -> argparse.ArgumentParser:
 
     runs = sub.add_parser("runs", help="list stored runs, or export one")
     runs.add_argument("--export", metavar="RUN_ID", help="print a stored run's JSON report")
+    runs.add_argument("--trajectory", action="store_true",
+                      help="with --export: the run's ATIF trajectory instead of its report")  # fmt: skip
     return p
 
 

@@ -8,6 +8,7 @@ what is stored. When the run is over, the log writes the report from what it hol
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from pathlib import Path
@@ -17,6 +18,7 @@ from icae_tui.bounds import RunBound
 from icae_tui.domain.events import Event, PhaseChanged, RunFinished
 from icae_tui.report import write_report
 from icae_tui.store import RunStore
+from icae_tui.trajectory import build_trajectory
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +72,13 @@ class RunLog:
         return True
 
     def write_report(self) -> Path:
+        """report.json, and the ATIF trajectory beside it (trajectory.json)."""
         path = self.report_path
         write_report(self._events, path)
+        trajectory = build_trajectory(self._events)
+        path.with_name("trajectory.json").write_text(
+            json.dumps(trajectory, indent=1, ensure_ascii=False), encoding="utf-8"
+        )
         return path
 
     @property

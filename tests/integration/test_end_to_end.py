@@ -11,6 +11,7 @@ import pytest
 from icae_tui.domain.events import CaseFinished, QuestionAnswered
 from icae_tui.domain.task import Level
 from icae_tui.run import Run, RunConfig
+from icae_tui.trajectory import build_trajectory
 from tests.conftest import FIXTURE_TASKS, ROOT
 
 pytestmark = pytest.mark.docker
@@ -55,6 +56,11 @@ async def test_every_event_is_stored_and_report_lists_both_sides(fixture_catalog
         assert note[side]["stdout"] == "wrote n.txt\n"
         assert note[side]["changes"][0]["path"] == "n.txt"
     assert [c["case_id"] for c in report["cases"]][0] == "public/upper#0"  # planned order
+    trajectory = json.loads(outcome.report_path.with_name("trajectory.json").read_text())
+    assert trajectory == build_trajectory(stored)  # the file equals an export of the store
+    users = [s["message"] for s in trajectory["steps"] if s["source"] == "user"]
+    assert len(users) == 3  # the PRD, then the two answers
+    assert trajectory["final_metrics"]["extra"]["score"]["overall"] == 1.0
 
 
 async def test_timeout_case_gets_its_own_verdict(fixture_catalog, store, tmp_path):

@@ -1,0 +1,98 @@
+"""The ATIF trajectory of a run, from its stored events (no Docker)."""
+
+from __future__ import annotations
+
+import json
+
+from icae_tui.cli import main
+from icae_tui.domain.events import (
+    AgentCommand,
+    AgentCommandDone,
+    AgentOutput,
+    AgentSaid,
+    AgentSubmitted,
+    AgentWrote,
+    BuildChecked,
+    QuestionAnswered,
+    QuestionAsked,
+    QuestionsRefused,
+    RunFinished,
+    RunStarted,
+    ScoreUpdated,
+)
+from icae_tui.domain.results import Score
+from icae_tui.store import RunStore
+from icae_tui.trajectory import SCHEMA_VERSION, build_trajectory
+
+
+def _events() -> list:
+    events = [
+        RunStarted(task_id="mini", task_title="t", agent="scripted:good", level="L1",
+                   responder="simulated", budget=3, prd="Build a tool."),
+        AgentSaid(text="Let me ask first."),
+        QuestionAsked(question_id=1, text="How are errors reported?", remaining_before=3),
+        QuestionAnswered(question_id=1, text="Print error=unknown_op.", record_ids=["C001"],
+                         remaining=2),
+        AgentWrote(path="/workspace/mini.py", size=120),
+        AgentCommand(command="python3 mini.py"),
+        AgentOutput(stream="stdout", text="X\n"),
+        AgentOutput(stream="stderr", text="warn\x1b[2J\n"),
+        AgentCommandDone(command="python3 mini.py", exit_code=0, duration_s=0.1),
+        AgentCommand(command="sleep 9"),  # its end was never stored (a crash)
+        QuestionsRefused(count=40, chars=800, first_id=5, last_id=44),
+        AgentSubmitted(message="done"),
+        BuildChecked(ok=True, exit_code=0, reason="build passed"),
+        ScoreUpdated(score=Score(done=1, planned=1, overall=1.0)),
+        RunFinished(status="completed"),
+    ]  # fmt: skip
+    for seq, ev in enumerate(events, 1):
+        ev.run_id, ev.seq, ev.ts = "r1", seq, 1_700_000_000.0 + seq
+    return events
+
+
+def test_clarification_turns_are_user_steps_and_commands_are_tool_calls():
+    t = build_trajectory(_events())
+    assert t["schema_version"] == SCHEMA_VERSION and t["session_id"] == "r1"
+    assert t["agent"]["name"] == "scripted:good"
+    steps = t["steps"]
+    assert [s["step_id"] for s in steps] == list(range(1, len(steps) + 1))
+    assert [(s["source"], s["message"]) for s in steps][:3] == [
+        ("user", "Build a tool."),
+        ("agent", "Let me ask first."),
+        ("agent", "How are errors reported?"),
+    ]
+    answer = steps[3]
+    assert answer["source"] == "user" and answer["message"] == "Print error=unknown_op."
+    assert answer["extra"]["records"] == ["C001"] and answer["extra"]["responder"] == "simulated"
+    shell = next(s for s in steps if s.get("tool_calls", [{}])[0].get("function_name") == "shell")
+    [call] = shell["tool_calls"]
+    assert call["arguments"] == {"command": "python3 mini.py"}
+    [result] = shell["observation"]["results"]
+    assert result["source_call_id"] == call["tool_call_id"]
+    assert result["content"] == "X\nwarn\x1b[2J\n"  # literal: displays escape, data does not
+    assert shell["extra"]["exit_code"] == 0
+    unfinished = [
+        s for s in steps if s.get("tool_calls", [{}])[0].get("arguments") == {"command": "sleep 9"}
+    ]
+    assert unfinished[0]["observation"]["results"][0]["content"] == ""
+    assert "extra" not in unfinished[0]
+    assert [s["source"] for s in steps[-3:]] == ["system", "agent", "system"]
+    assert steps[-2]["extra"] == {"submitted": True}
+    assert t["final_metrics"]["total_steps"] == len(steps)
+    assert t["final_metrics"]["extra"]["status"] == "completed"
+    assert t["final_metrics"]["extra"]["score"]["overall"] == 1.0
+    assert steps[0]["timestamp"] == "2023-11-14T22:13:21Z"
+    json.dumps(t)  # serialisable as is
+
+
+def test_export_from_the_cli_and_a_missing_run(tmp_path, capsys):
+    store = RunStore(tmp_path / "runs.db")
+    store.create_run("r1", "mini", "scripted:good", "L1", "simulated", 1.0)
+    for ev in _events():
+        store.append(ev)
+    store.close()
+    assert main(["--home", str(tmp_path), "runs", "--export", "r1", "--trajectory"]) == 0
+    exported = json.loads(capsys.readouterr().out)
+    assert exported == build_trajectory(_events())
+    assert main(["--home", str(tmp_path), "runs", "--export", "nope"]) == 2
+    assert "no stored run 'nope'" in capsys.readouterr().err
