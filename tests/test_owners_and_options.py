@@ -96,12 +96,13 @@ def test_an_old_store_gains_owner_columns(tmp_path):
 def test_orphaned_ask_folders_go_and_nothing_else(tmp_path):
     dead, alive = _dead_pid(), os.getpid()
 
-    def folder(name: str, *, listening: bool | None = None, extra: bool = False):
+    def folder(name: str, *, listening: bool | None = None, extra: bool = False,
+               socket_name: str = SOCKET_NAME):  # fmt: skip
         path = tmp_path / name
         path.mkdir()
         if listening is not None:
             s = socket.socket(socket.AF_UNIX)
-            s.bind(str(path / SOCKET_NAME))
+            s.bind(str(path / socket_name))
             if listening:
                 s.listen()
                 keep.append(s)
@@ -119,13 +120,19 @@ def test_orphaned_ask_folders_go_and_nothing_else(tmp_path):
         folder("icae-ask-legacy1", listening=False)
         folder("icae-ask-legacy2", listening=True)
         folder(f"icae-ask-{dead}-foreign", extra=True)
+        folder(f"icae-model-{dead}-gw", listening=False, socket_name="model.sock")  # the gateway's
         (tmp_path / f"icae-ask-{dead}-file").write_text("a file, not a folder")
         removed = reap_ask_folders(tmp_path)
     finally:
         for s in keep:
             s.close()
     assert sorted(removed) == sorted(
-        [f"icae-ask-{dead}-abc", f"icae-ask-{dead}-empty", "icae-ask-legacy1"]
+        [
+            f"icae-ask-{dead}-abc",
+            f"icae-ask-{dead}-empty",
+            "icae-ask-legacy1",
+            f"icae-model-{dead}-gw",
+        ]
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         [f"icae-ask-{alive}-live", "icae-ask-legacy2", f"icae-ask-{dead}-foreign",

@@ -21,9 +21,16 @@ from pathlib import Path
 
 import aiodocker
 
+from icae_tui.gateway import server as model_gateway
 from icae_tui.owners import owner_gone, process_alive
 from icae_tui.sandbox.engine import LABEL_TOOL, TOOL_NAME
-from icae_tui.users.ask_server import FOLDER_PREFIX, SOCKET_NAME
+from icae_tui.users import ask_server
+
+# Per-run socket folders in the temp directory: `<prefix><owner pid>-…`, holding one socket.
+SOCKET_FOLDERS = (
+    (ask_server.FOLDER_PREFIX, ask_server.SOCKET_NAME),
+    (model_gateway.FOLDER_PREFIX, model_gateway.SOCKET_NAME),
+)
 
 LABEL_OWNER_PID = "icae.owner-pid"
 LABEL_OWNER_HOST = "icae.owner-host"
@@ -83,7 +90,8 @@ def _socket_answers(path: Path) -> bool:
 
 
 def reap_ask_folders(tmp: Path | None = None) -> list[str]:
-    """Remove the clarification-socket folders that dead runs left in the temp directory.
+    """Remove the socket folders (clarification channel, model gateway) that dead runs
+    left in the temp directory.
 
     `icae-ask-<pid>-…`: removed when that pid is gone on this host. Folders from before the
     pid was in the name: removed when nothing listens on their socket. Only our own folders
@@ -91,7 +99,14 @@ def reap_ask_folders(tmp: Path | None = None) -> list[str]:
     """
     tmp = tmp or Path(tempfile.gettempdir())
     removed = []
-    for folder in tmp.glob(FOLDER_PREFIX + "*"):
+    for prefix, socket_name in SOCKET_FOLDERS:
+        removed += _reap_folders(tmp, prefix, socket_name)
+    return removed
+
+
+def _reap_folders(tmp: Path, prefix: str, socket_name: str) -> list[str]:
+    removed = []
+    for folder in tmp.glob(prefix + "*"):
         try:
             st = os.lstat(folder)
         except OSError:
@@ -102,13 +117,13 @@ def reap_ask_folders(tmp: Path | None = None) -> list[str]:
             contents = os.listdir(folder)
         except OSError:
             continue
-        if set(contents) - {SOCKET_NAME}:
+        if set(contents) - {socket_name}:
             continue  # not a folder of ours as we make them: leave it
-        owner, sep, _ = folder.name[len(FOLDER_PREFIX) :].partition("-")
+        owner, sep, _ = folder.name[len(prefix) :].partition("-")
         if sep and owner.isdigit():
             orphaned = owner_gone(int(owner), None)
         else:
-            orphaned = not _socket_answers(folder / SOCKET_NAME)
+            orphaned = not _socket_answers(folder / socket_name)
         if orphaned:
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder.name)
