@@ -182,6 +182,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         budget=args.budget,
         pace_s=args.pace,
         concurrency=args.concurrency,
+        agent_files=tuple(Path(f) for f in args.agents or ()),
+        model_replay=args.model_replay,
     )
     try:
         outcome = asyncio.run(run_headless(config, store, verbose=args.verbose))
@@ -306,7 +308,11 @@ def parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run one evaluation headless; prints progress")
     run.add_argument("--task", required=True)
-    run.add_argument("--agent", default="scripted:good", help="e.g. scripted:good")
+    run.add_argument("--agent", default="scripted:good",
+                     help="scripted:<solution> or model:<name from agents.toml>")  # fmt: skip
+    run.add_argument("--model-replay", metavar="RUN_ID",
+                     help="answer the model agent's calls from that run's recorded calls "
+                     "(no endpoint needed)")  # fmt: skip
     run.add_argument("--level", default="L1", choices=[lv.value for lv in Level])
     run.add_argument("--responder", default="simulated", choices=[m.value for m in ResponderMode],
                      help="who answers: the simulated user; you on stdin; or you, "

@@ -20,13 +20,16 @@ from pathlib import Path
 import aiodocker
 
 from icae_tui.agents.base import Agent, AgentError
+from icae_tui.agents.model_agent import AgentStop, GatewayEndpoint, ModelAgent
 from icae_tui.agents.registry import make_agent
 from icae_tui.agents.session import AgentSession
 from icae_tui.domain.events import (
+    AgentStopped,
     AgentSubmitted,
     CaseFinished,
     CasesPlanned,
     Event,
+    ModelCallMade,
     PhaseChanged,
     Progress,
     ResponderChanged,
@@ -35,7 +38,7 @@ from icae_tui.domain.events import (
     ScoreUpdated,
 )
 from icae_tui.domain.results import CaseResult, Score
-from icae_tui.domain.states import Phase, ResponderMode, RunStatus
+from icae_tui.domain.states import Phase, ResponderMode, RunStatus, StopReason
 from icae_tui.domain.task import Level, Split, Task
 from icae_tui.evaluation.differential import EngineLost, Evaluator, Sides, build_error_result
 from icae_tui.evaluation.gate import (
@@ -46,6 +49,16 @@ from icae_tui.evaluation.gate import (
     remove_image,
 )
 from icae_tui.evaluation.scoring import score
+from icae_tui.gateway import (
+    GatewayConfig,
+    MissingKey,
+    ModelCall,
+    ModelGateway,
+    ReplayUpstream,
+    dump_calls,
+    load_calls,
+)
+from icae_tui.gateway import serving as gateway_serving
 from icae_tui.runlog import Display, RunLog
 from icae_tui.sandbox.containers import complete_despite_cancel, create_container
 from icae_tui.sandbox.engine import EngineUnavailable, connect, is_engine_error
@@ -60,6 +73,7 @@ from icae_tui.users.responders import Desk, Responder, SimulatedUser
 log = logging.getLogger(__name__)
 
 SUBMISSION_CHARS = 64 * 1024  # of the agent's final message: always stored, so bounded
+MODEL_CALLS_FILE = "model_calls.json"  # beside report.json: every model call, bodies capped
 
 
 @dataclass
@@ -76,6 +90,8 @@ class RunConfig:
     pace_s: float | None = None
     concurrency: int | None = None  # None: sized to the machine
     splits: tuple[Split, ...] = (Split.PUBLIC, Split.HIDDEN, Split.ENHANCED)
+    agent_files: tuple[Path, ...] = ()  # agents.toml files given with --agents
+    model_replay: str | None = None  # a run id: its recorded model calls answer this run's
 
     def __post_init__(self) -> None:
         """Options from any display are checked here, once, with the option's name."""
@@ -183,7 +199,7 @@ class Run:
         outcome = RunOutcome(self.run_id, RunStatus.FAILED, None)
         docker: aiodocker.Docker | None = None
         try:
-            agent = make_agent(cfg.agent, task, pace_s=cfg.pace_s)
+            agent = make_agent(cfg.agent, task, pace_s=cfg.pace_s, agent_files=cfg.agent_files)
             docker = await connect()
             await self._sweep(docker)
             outcome = await self._phases(docker, agent)
@@ -193,7 +209,7 @@ class Run:
             )
             await asyncio.shield(self._finish(outcome))
             raise
-        except (AgentError, EngineUnavailable, ImageBuildError) as err:
+        except (AgentError, EngineUnavailable, ImageBuildError, MissingKey) as err:
             outcome = RunOutcome(self.run_id, RunStatus.FAILED, None, str(err))
         except Exception as err:
             message = await _explain_failure(err, self.log.phase)
@@ -282,6 +298,7 @@ class Run:
         async with (
             ClarificationChannel(self.desk, self.budget, self.emit) as channel,
             serving(channel) as ask_server,  # closed first: then the final count
+            self._model_gateway(agent) as gateway,
         ):
             agent_box = await create_container(
                 docker, images.agent, run_id=self.run_id, role="agent",
@@ -292,12 +309,82 @@ class Run:
                 session = AgentSession(
                     self.emit, agent_box, workspace, channel, secret_env=cfg.secret_env
                 )
-                final = await agent.build(task.prd[cfg.level], session)
-                await self.emit(AgentSubmitted(message=final[:SUBMISSION_CHARS]))
+                await self._build(agent, session, gateway)
                 await self.emit(PhaseChanged(phase=Phase.FREEZE, detail=delivery_image))
                 await freeze(agent_box, task, delivery_image, run_id=self.run_id)
             finally:
                 await agent_box.remove()
+
+    async def _build(
+        self, agent: Agent, session: AgentSession, gateway: ModelGateway | None
+    ) -> None:
+        """The agent builds; it ends by submitting, or a limit or an error stops it. Either
+        way the run goes on: what is in the container is frozen and judged."""
+        endpoint = None
+        if gateway is not None:
+            endpoint = session.model = GatewayEndpoint(gateway.socket_path, gateway.token)
+        steps = lambda: getattr(agent, "steps", 0)  # noqa: E731 - scripted agents count none
+        try:
+            final = await agent.build(self.config.task.prd[self.config.level], session)
+        except AgentStop as stop:
+            await self.emit(AgentStopped(reason=stop.reason, detail=stop.detail, steps=steps()))
+            return
+        finally:
+            if endpoint is not None:
+                await endpoint.close()
+        await self.emit(AgentSubmitted(message=final[:SUBMISSION_CHARS]))
+        await self.emit(AgentStopped(reason=StopReason.SUBMITTED, steps=steps()))
+
+    def _model_gateway(self, agent: Agent) -> contextlib.AbstractAsyncContextManager:
+        """The run's model gateway for a model agent (no gateway for scripted agents): the
+        configured endpoint, or the recorded calls of `model_replay`; its calls are events,
+        and all of them are kept in the run's model_calls.json."""
+        if not isinstance(agent, ModelAgent):
+            return contextlib.nullcontext(None)
+        s = agent.settings
+        config = GatewayConfig(
+            base_url=s.base_url or "", model=s.model, api_key_env=s.api_key_env or "",
+            max_calls=s.limits.max_model_calls, max_tokens=s.limits.max_tokens,
+        )  # fmt: skip
+        upstream = None
+        if self.config.model_replay:
+            upstream = ReplayUpstream(self._recorded_calls(self.config.model_replay))
+        elif not s.base_url:
+            raise AgentError(f"agent {agent.name}: needs an endpoint (base_url in agents.toml)")
+        return self._gateway_kept(gateway_serving(config, upstream=upstream, record=self._call))
+
+    @contextlib.asynccontextmanager
+    async def _gateway_kept(self, serving: contextlib.AbstractAsyncContextManager):
+        gateway = None
+        try:
+            async with serving as gateway:
+                yield gateway
+        finally:
+            if gateway is not None:
+                path = self.log.report_path.with_name(MODEL_CALLS_FILE)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(dump_calls(gateway.calls()), encoding="utf-8")
+
+    def _recorded_calls(self, run_id: str) -> list[ModelCall]:
+        path = self.store.artifacts_dir / run_id / MODEL_CALLS_FILE
+        try:
+            return load_calls(path.read_text(encoding="utf-8"))
+        except OSError:
+            raise AgentError(f"--model-replay {run_id}: no recorded model calls ({path})") from None
+        except ValueError as err:
+            raise AgentError(f"--model-replay {run_id}: {path}: {err}") from None
+
+    async def _call(self, call: ModelCall) -> None:
+        await self.emit(
+            ModelCallMade(
+                index=call.index, call_kind=call.kind, model=call.upstream_model or call.model,
+                status=call.status, attempts=call.attempts,
+                infra_failures=len(call.infra_failures), tokens_in=call.tokens_in,
+                tokens_out=call.tokens_out, cost=call.cost, latency_s=round(call.latency_s, 3),
+                finish_reason=call.finish_reason, tool_calls=call.tool_calls, error=call.error,
+                stop_reason=call.stop_reason,
+            )
+        )  # fmt: skip
 
     async def _judge(
         self, docker: aiodocker.Docker, oracle_image: str, delivery_image: str

@@ -105,6 +105,7 @@ class ModelAgentConfig(BaseModel):
     base_url: Annotated[str, Field(strict=True, pattern=r"^https?://\S+$")] | None = None
     api_key_env: EnvName | None = None
     temperature: Annotated[float, Field(strict=True, ge=0, le=2)] | None = None
+    prompts: NonEmpty | None = None  # a folder with system.md / instance.md to use instead
     limits: Limits = Limits()
 
 

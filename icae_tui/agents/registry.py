@@ -7,11 +7,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from icae_tui.agents.base import Agent, AgentError
-from icae_tui.agents.config import AgentConfig, load_agent_config
+from icae_tui.agents.config import AgentConfig, AgentKind, ModelAgentConfig, load_agent_config
+from icae_tui.agents.model_agent import ModelAgent
 from icae_tui.agents.scripted import ScriptedAgent
 from icae_tui.domain.task import Task
 
-KINDS = ("scripted",)
+KINDS = ("scripted", "model")
 
 
 def available_agents(task: Task) -> list[str]:
@@ -25,10 +26,32 @@ def configured_agents(extra_files: Sequence[Path] = ()) -> AgentConfig:
     return load_agent_config(extra_files)
 
 
-def make_agent(spec: str, task: Task, *, pace_s: float | None = None) -> Agent:
+def make_agent(
+    spec: str,
+    task: Task,
+    *,
+    pace_s: float | None = None,
+    agent_files: Sequence[Path] = (),
+) -> Agent:
     kind, _, name = spec.partition(":")
     if kind == "scripted":
         if not name:
             raise AgentError(f"agent {spec!r}: name a solution, e.g. scripted:good")
         return ScriptedAgent.for_task(task, name, pace_s=pace_s)
+    if kind == "model":
+        return _model_agent(spec, name, agent_files)
     raise AgentError(f"agent {spec!r}: unknown kind {kind!r} (known: {', '.join(KINDS)})")
+
+
+def _model_agent(spec: str, name: str, agent_files: Sequence[Path]) -> Agent:
+    config = load_agent_config(agent_files)
+    entry = config.agents.get(name)
+    if entry is None or not isinstance(entry.settings, ModelAgentConfig):
+        models = [n for n, e in config.agents.items() if e.kind is AgentKind.MODEL]
+        known = ", ".join(models) or "none"
+        broken = [str(err) for err in config.errors if f"agents.{name}" in (err.field or "")]
+        why = f" ({'; '.join(broken)})" if broken else ""
+        raise AgentError(
+            f"agent {spec!r}: no model agent {name!r} configured{why} (known: {known})"
+        )
+    return ModelAgent(spec, entry.settings)

@@ -13,6 +13,7 @@ import codecs
 import contextlib
 import os
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import aiodocker
 
@@ -57,6 +58,8 @@ class AgentSession:
         self.workspace = workspace
         self.channel = channel
         self._view: HostView | None = None
+        self.model: Any = None  # a model agent's endpoint (the run's gateway), if any
+        self.budget = channel.budget  # questions the agent may ask in all
         self._probed = False
 
     async def _host_view(self) -> HostView | None:

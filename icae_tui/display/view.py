@@ -22,6 +22,7 @@ from icae_tui.domain.events import (
     AgentCommandDone,
     AgentOutput,
     AgentSaid,
+    AgentStopped,
     AgentSubmitted,
     AgentWrote,
     BuildChecked,
@@ -29,6 +30,7 @@ from icae_tui.domain.events import (
     CasesPlanned,
     Event,
     EventsDropped,
+    ModelCallMade,
     PhaseChanged,
     Progress,
     QuestionAnswered,
@@ -40,6 +42,7 @@ from icae_tui.domain.events import (
     ScoreUpdated,
 )
 from icae_tui.domain.results import CaseResult, Score
+from icae_tui.domain.states import StopReason
 from icae_tui.safe_text import printable
 from icae_tui.users.metrics import InteractionMetrics, interaction_metrics
 
@@ -181,6 +184,12 @@ class RunView:
                 self._line("command", ev.command, prefix=w.COMMAND_PREFIX, style="strong")
             case AgentCommandDone():
                 self._line("done", w.done_line(ev), style="warn" if ev.aftermath() else "muted")
+            case ModelCallMade():
+                bad = ev.call_kind != "ok" or ev.infra_failures
+                self._line("model", w.model_call_line(ev), style="warn" if bad else "muted")
+            case AgentStopped():
+                ok = ev.reason is StopReason.SUBMITTED
+                self._line("stopped", w.stopped_line(ev), style="muted" if ok else "warn")
             case QuestionAsked():
                 self._asked(ev)
             case QuestionAnswered():

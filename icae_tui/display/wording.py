@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from icae_tui.domain.events import (
     AgentCommandDone,
+    AgentStopped,
     AgentWrote,
     BuildChecked,
     CasesPlanned,
     EventsDropped,
+    ModelCallMade,
     PhaseChanged,
     QuestionAnswered,
     QuestionAsked,
@@ -123,6 +125,23 @@ def wrote_line(ev: AgentWrote) -> str:
 def done_line(ev: AgentCommandDone) -> str:
     note = f" ({after})" if (after := ev.aftermath()) else ""
     return f"   exit {ev.exit_code} in {ev.duration_s:.2f}s{note}"
+
+
+def model_call_line(ev: ModelCallMade) -> str:
+    """One line per model call; its bodies are in the run's model_calls.json."""
+    tokens = f"{ev.tokens_in}→{ev.tokens_out} tokens"
+    cost = f" · ${ev.cost:.4f}" if ev.cost is not None else ""
+    tools = f" · calls {', '.join(ev.tool_calls)}" if ev.tool_calls else ""
+    retries = f" · {ev.infra_failures} upstream failure(s) retried" if ev.infra_failures else ""
+    head = f"   model #{ev.index} {ev.model} · {ev.call_kind} {ev.status} · {tokens}{cost}"
+    tail = f" · {ev.latency_s:.2f}s{tools}{retries}"
+    problem = f" — {ev.stop_reason or ev.error}" if (ev.stop_reason or ev.error) else ""
+    return head + tail + problem
+
+
+def stopped_line(ev: AgentStopped) -> str:
+    detail = f": {ev.detail}" if ev.detail else ""
+    return f"agent stopped ({ev.reason.value}, {ev.steps} step(s)){detail}"
 
 
 def question_prefix(ev: QuestionAsked) -> str:

@@ -12,7 +12,14 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from icae_tui.domain.results import CaseResult, Score
-from icae_tui.domain.states import AnsweredBy, Phase, ResponderMode, RunStatus, Stream
+from icae_tui.domain.states import (
+    AnsweredBy,
+    Phase,
+    ResponderMode,
+    RunStatus,
+    StopReason,
+    Stream,
+)
 
 
 class Event(BaseModel):
@@ -95,6 +102,38 @@ class AgentCommandDone(Event):
             killed = ", killed" if self.killed_left else ""
             notes.append(f"left {self.left_running} process(es) running{killed}")
         return " · ".join(notes)
+
+
+class ModelCallMade(Event):
+    """One model call of the agent, through the run's gateway (bodies are kept apart, in
+    the run's model_calls.json). kind: ok, agent_error, infra, limit, replay_divergence."""
+
+    kind: Literal["model_call"] = "model_call"
+    index: int
+    call_kind: str
+    model: str = ""
+    status: int = 0
+    attempts: int = 0
+    infra_failures: int = (
+        0  # upstream attempts that failed (429/5xx, no connection): not the agent's fault
+    )
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float | None = None
+    latency_s: float = 0.0
+    finish_reason: str | None = None
+    tool_calls: list[str] = Field(default_factory=list)
+    error: str | None = None
+    stop_reason: str | None = None
+
+
+class AgentStopped(Event):
+    """Why the agent's phase ended: it submitted, or a limit or an error stopped it."""
+
+    kind: Literal["agent_stopped"] = "agent_stopped"
+    reason: StopReason
+    detail: str = ""
+    steps: int = 0
 
 
 class QuestionAsked(Event):
@@ -213,6 +252,8 @@ AnyEvent = Annotated[
     | AgentCommand
     | AgentOutput
     | AgentCommandDone
+    | ModelCallMade
+    | AgentStopped
     | QuestionAsked
     | QuestionAnswered
     | QuestionsRefused

@@ -46,3 +46,14 @@ class AnsweredBy(StrEnum):
 class Stream(StrEnum):
     STDOUT = "stdout"
     STDERR = "stderr"
+
+
+class StopReason(StrEnum):
+    """Why an agent stopped building."""
+
+    SUBMITTED = "submitted"
+    STEP_LIMIT = "step_limit"
+    TIME_LIMIT = "time_limit"
+    MODEL_LIMIT = "model_limit"  # calls, tokens or cost: the gateway refused
+    AGENT_ERROR = "agent_error"  # the model or the agent's output could not go on
+    INFRA_ERROR = "infra_error"  # the endpoint failed after retries: not the agent's fault

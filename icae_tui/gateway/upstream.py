@@ -72,11 +72,10 @@ class HttpUpstream:
     """Plain HTTP to `config.base_url`, with the real key from the named env variable."""
 
     def __init__(self, config: GatewayConfig) -> None:
+        # No variable named: an endpoint without a key (a local vLLM or Ollama server).
         key = os.environ.get(config.api_key_env, "") if config.api_key_env else ""
-        if not key:
-            raise MissingKey(
-                f"the upstream key variable {config.api_key_env or '(none named)'} is not set"
-            )
+        if config.api_key_env and not key:
+            raise MissingKey(f"the upstream key variable {config.api_key_env} is not set")
         self._key = key
         self._url = config.base_url.rstrip("/") + "/chat/completions"
         self._timeout = aiohttp.ClientTimeout(
@@ -87,7 +86,9 @@ class HttpUpstream:
     async def send(self, body: dict[str, Any], *, original: dict[str, Any]) -> _HttpResponse:
         if self._session is None:
             self._session = aiohttp.ClientSession(timeout=self._timeout)
-        headers = {"Authorization": f"Bearer {self._key}", "Content-Type": "application/json"}
+        headers = {"Content-Type": "application/json"}
+        if self._key:
+            headers["Authorization"] = f"Bearer {self._key}"
         try:
             resp = await self._session.post(self._url, data=canonical(body), headers=headers)
         except (aiohttp.ClientError, TimeoutError, OSError) as err:

@@ -1,0 +1,244 @@
+"""The built-in model agent: one readable loop, in the spirit of mini-swe-agent.
+
+Each step asks the model (through the run's gateway, which holds the real key, records the
+call and enforces the model limits) and does one thing:
+- a tool call: `bash` runs a command in the agent's container, `ask_user` asks through the
+  run's clarification channel, `submit` ends the phase;
+- a text-only reply (models without tool calls): a ```bash block, an `ASK:` line or a
+  `SUBMIT:` line — the same three actions;
+- anything else (no action, a malformed tool call) is answered with what went wrong, and the
+  model gets another step.
+It stops on submit, or when a limit is reached (steps and wall clock here; model calls, tokens
+and cost at the gateway), or when the endpoint fails after the gateway's retries — raising
+`AgentStop` with the reason, which the run records. Prompts are templates in
+`agents/prompts/` (`system.md`, `instance.md`); an entry's `prompts` folder overrides them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any, Protocol
+
+import aiohttp
+
+from icae_tui.agents.base import AgentContext
+from icae_tui.agents.config import ModelAgentConfig
+from icae_tui.domain.states import StopReason
+
+PROMPTS = Path(__file__).with_name("prompts")
+OBSERVATION_CHARS = 10_000  # of a command's output shown back to the model
+COMMAND_TIMEOUT_S = 120.0
+DEFAULT_MAX_STEPS = 50
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "bash",
+            "description": "Run one shell command in the working directory; returns its output.",
+            "parameters": {
+                "type": "object",
+                "properties": {"command": {"type": "string"}},
+                "required": ["command"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "ask_user",
+            "description": "Ask the user one clarification question; returns the answer.",
+            "parameters": {
+                "type": "object",
+                "properties": {"question": {"type": "string"}},
+                "required": ["question"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "submit",
+            "description": "Finish: the tool is built. Give a short summary.",
+            "parameters": {
+                "type": "object",
+                "properties": {"message": {"type": "string"}},
+                "required": ["message"],
+            },
+        },
+    },
+]
+
+_BASH_BLOCK = re.compile(r"```(?:bash|sh)?\s*\n(.*?)```", re.DOTALL)
+_ASK = re.compile(r"^ASK:\s*(.+)$", re.MULTILINE)
+_SUBMIT = re.compile(r"^SUBMIT:\s*(.*)$", re.MULTILINE)
+
+
+class AgentStop(Exception):
+    """The agent stopped before submitting; the run records why and judges what is there."""
+
+    def __init__(self, reason: StopReason, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+class ChatEndpoint(Protocol):
+    async def complete(self, body: dict[str, Any]) -> dict[str, Any]: ...
+
+
+class GatewayEndpoint:
+    """Chat Completions through the run's gateway, on its Unix socket, with the run's token.
+    The gateway's refusals become the reason the agent stops."""
+
+    def __init__(self, socket_path: Path, token: str) -> None:
+        self._socket = str(socket_path)
+        self._token = token
+        self._session: aiohttp.ClientSession | None = None
+
+    async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.UnixConnector(path=self._socket)
+            )
+        headers = {"Authorization": f"Bearer {self._token}"}
+        async with self._session.post(
+            "http://gateway/v1/chat/completions", json=body, headers=headers
+        ) as resp:
+            text = await resp.text()
+            try:
+                data = json.loads(text)
+            except ValueError:
+                data = {}
+            if resp.status == 200 and isinstance(data, dict):
+                return data
+        error = data.get("error", {}) if isinstance(data, dict) else {}
+        message = error.get("message") or text[:300] or f"HTTP {resp.status}"
+        kind = error.get("type", "")
+        if kind == "limit_reached":
+            raise AgentStop(StopReason.MODEL_LIMIT, message)
+        if resp.status in (429, 502, 503, 504) or resp.status >= 500 or kind == "replay_divergence":
+            raise AgentStop(StopReason.INFRA_ERROR, f"model endpoint: {message}")
+        raise AgentStop(StopReason.AGENT_ERROR, f"model endpoint refused the request: {message}")
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+
+class ModelContext(AgentContext, Protocol):
+    """What the model agent needs beyond any agent's context: its model endpoint."""
+
+    model: ChatEndpoint
+    budget: int
+
+
+def _template(name: str, folder: Path | None) -> str:
+    for base in (folder, PROMPTS):
+        if base is not None and (base / name).is_file():
+            return (base / name).read_text(encoding="utf-8")
+    raise FileNotFoundError(f"prompt template {name} not found")
+
+
+class ModelAgent:
+    def __init__(self, name: str, settings: ModelAgentConfig) -> None:
+        self.name = name
+        self.settings = settings
+        self.steps = 0
+
+    def _messages(self, prd: str, ctx: ModelContext) -> list[dict[str, Any]]:
+        folder = Path(self.settings.prompts) if self.settings.prompts else None
+        values = {"workspace": ctx.workspace, "budget": ctx.budget, "prd": prd}
+        return [
+            {"role": "system", "content": _template("system.md", folder).format(**values)},
+            {"role": "user", "content": _template("instance.md", folder).format(**values)},
+        ]
+
+    async def build(self, prd: str, ctx: ModelContext) -> str:
+        limits = self.settings.limits
+        max_steps = limits.max_steps or DEFAULT_MAX_STEPS
+        deadline = time.monotonic() + limits.max_seconds if limits.max_seconds else None
+        messages = self._messages(prd, ctx)
+        while True:
+            if self.steps >= max_steps:
+                raise AgentStop(StopReason.STEP_LIMIT, f"step limit of {max_steps} reached")
+            if deadline is not None and time.monotonic() > deadline:
+                raise AgentStop(StopReason.TIME_LIMIT, f"time limit of {limits.max_seconds:g} s")
+            self.steps += 1
+            body: dict[str, Any] = {"model": self.settings.model, "messages": messages,
+                                    "tools": TOOLS}  # fmt: skip
+            if self.settings.temperature is not None:
+                body["temperature"] = self.settings.temperature
+            reply = await ctx.model.complete(body)
+            message = _first_message(reply)
+            messages.append(message)
+            if message.get("content"):
+                await ctx.say(str(message["content"]))
+            calls = message.get("tool_calls") or []
+            if calls:
+                for call in calls:
+                    done, text = await self._tool(call, ctx)
+                    if done is not None:
+                        return done
+                    messages.append({"role": "tool", "tool_call_id": call.get("id", ""),
+                                     "content": text})  # fmt: skip
+                continue
+            done, text = await self._text_action(str(message.get("content") or ""), ctx)
+            if done is not None:
+                return done
+            messages.append({"role": "user", "content": text})
+
+    async def _tool(self, call: dict[str, Any], ctx: ModelContext) -> tuple[str | None, str]:
+        fn = call.get("function") or {}
+        name = fn.get("name", "")
+        try:
+            args = json.loads(fn.get("arguments") or "{}")
+            if not isinstance(args, dict):
+                raise ValueError("not an object")
+        except ValueError:
+            return None, (f"error: the arguments of {name!r} must be a JSON object, got "
+                          f"{str(fn.get('arguments'))[:200]!r}; try again")  # fmt: skip
+        match name:
+            case "bash" if isinstance(args.get("command"), str):
+                return None, await _run(args["command"], ctx)
+            case "ask_user" if isinstance(args.get("question"), str):
+                return None, await ctx.ask(args["question"])
+            case "submit":
+                return str(args.get("message", "done")), ""
+        return (
+            None,
+            f"error: unknown tool or missing argument in {name!r}; tools: bash, ask_user, submit",
+        )
+
+    async def _text_action(self, text: str, ctx: ModelContext) -> tuple[str | None, str]:
+        if block := _BASH_BLOCK.search(text):
+            return None, await _run(block.group(1).strip(), ctx)
+        if ask := _ASK.search(text):
+            return None, "The user answers: " + await ctx.ask(ask.group(1).strip())
+        if submit := _SUBMIT.search(text):
+            return submit.group(1).strip() or "done", ""
+        return None, ("No action found. Reply with a ```bash block, an `ASK: ...` line or a "
+                      "`SUBMIT: ...` line (or call a tool).")  # fmt: skip
+
+
+def _first_message(reply: dict[str, Any]) -> dict[str, Any]:
+    try:
+        message = reply["choices"][0]["message"]
+    except (KeyError, IndexError, TypeError):
+        raise AgentStop(StopReason.AGENT_ERROR, "the model's reply has no message") from None
+    out: dict[str, Any] = {"role": "assistant", "content": message.get("content") or ""}
+    if message.get("tool_calls"):
+        out["tool_calls"] = message["tool_calls"]
+    return out
+
+
+async def _run(command: str, ctx: AgentContext) -> str:
+    res = await ctx.run(command, COMMAND_TIMEOUT_S)
+    out = (res.stdout + res.stderr).decode("utf-8", errors="replace")
+    if len(out) > OBSERVATION_CHARS:
+        out = out[:OBSERVATION_CHARS] + f"\n[… {len(out) - OBSERVATION_CHARS} more characters]"
+    status = "timed out" if res.timed_out else f"exit code {res.exit_code}"
+    return f"{status}\n{out}"

@@ -1,0 +1,180 @@
+"""The built-in model agent builds the mini task in its real container, through the run's
+model gateway, against a local OpenAI-compatible server that plays a scripted conversation:
+a clarification question, a 429 and a 500 (retried by the gateway), a tool call that writes
+the code, a malformed tool call, a text-only turn, and the submission. Then the recorded
+calls replay the run with no server at all."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from aiohttp import web
+
+from icae_tui.domain.events import (
+    AgentCommandDone,
+    AgentStopped,
+    ModelCallMade,
+    QuestionAnswered,
+)
+from icae_tui.run import Run, RunConfig
+from tests.conftest import FIXTURE_TASKS
+
+pytestmark = pytest.mark.docker
+
+KEY_VAR = "ICAE_TEST_MODEL_KEY"
+KEY = "sk-real-key-that-must-stay-on-the-host-4242"
+
+
+def _good_code() -> str:
+    steps = yaml.safe_load((FIXTURE_TASKS / "mini" / "solutions" / "good.yaml").read_text())
+    return next(s["write"]["content"] for s in steps["steps"] if "write" in s)
+
+
+def _tool(name: str, arguments: str, call_id: str) -> dict[str, Any]:
+    call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+    return {"role": "assistant", "content": None, "tool_calls": [call]}
+
+
+def _script() -> list[Any]:
+    write = "cat > mini.py <<'EOF'\n" + _good_code() + "EOF"
+    return [
+        _tool("ask_user", json.dumps({"question": "How should unknown operations be reported?"}), "c1"),
+        429,
+        500,
+        _tool("bash", json.dumps({"command": write}), "c2"),
+        _tool("bash", "{not json", "c3"),
+        {"role": "assistant", "content": "Let me try it.\n```bash\necho '{\"op\": \"upper\", \"text\": \"x\"}' | python3 mini.py\n```"},
+        _tool("submit", json.dumps({"message": "mini.py is done"}), "c4"),
+    ]  # fmt: skip
+
+
+class Upstream:
+    def __init__(self, script: list[Any]) -> None:
+        self.script = list(script)
+        self.requests: list[tuple[dict[str, str], dict[str, Any]]] = []
+        self.base_url = ""
+
+    async def completions(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.requests.append((dict(request.headers), body))
+        step = self.script.pop(0) if self.script else _tool("submit", '{"message": "x"}', "cz")
+        if isinstance(step, int):
+            return web.json_response({"error": {"message": "busy"}}, status=step,
+                                     headers={"Retry-After": "0"})  # fmt: skip
+        return web.json_response({
+            "id": f"up-{len(self.requests)}", "object": "chat.completion", "created": 0,
+            "model": body["model"],
+            "choices": [{"index": 0, "message": step, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+        })  # fmt: skip
+
+
+@contextlib.asynccontextmanager
+async def upstream(script: list[Any]) -> AsyncIterator[Upstream]:
+    up = Upstream(script)
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", up.completions)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    up.base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        yield up
+    finally:
+        await runner.cleanup()
+
+
+def _agents_file(tmp_path: Path, base_url: str, limits: str = "") -> Path:
+    path = tmp_path / "agents.toml"
+    path.write_text(
+        f'[agents.stub]\nkind = "model"\nmodel = "stub-model"\nbase_url = "{base_url}"\n'
+        f'api_key_env = "{KEY_VAR}"\n' + (f"limits = {{ {limits} }}\n" if limits else "")
+    )
+    return path
+
+
+async def _run(fixture_catalog, store, agents: Path, **extra: Any):
+    task = fixture_catalog.tasks["mini"]
+    config = RunConfig(task=task, agent="model:stub", agent_files=(agents,), pace_s=0, **extra)
+    run = Run(config, store)
+    return run, await run.execute()
+
+
+async def test_the_model_agent_builds_mini_through_the_gateway(
+    fixture_catalog, store, tmp_path, monkeypatch
+):
+    monkeypatch.setenv(KEY_VAR, KEY)
+    async with upstream(_script()) as up:
+        run, outcome = await _run(fixture_catalog, store, _agents_file(tmp_path, up.base_url))
+    assert outcome.status == "completed", outcome.error
+    assert outcome.score.overall == 1.0
+    events = store.events(run.run_id)
+    calls = [e for e in events if isinstance(e, ModelCallMade)]
+    assert [c.call_kind for c in calls] == ["ok"] * 5
+    assert [c.infra_failures for c in calls] == [0, 2, 0, 0, 0]  # the 429 and the 500
+    assert [c.tool_calls for c in calls] == [["ask_user"], ["bash"], ["bash"], [], ["submit"]]
+    [answer] = [e for e in events if isinstance(e, QuestionAnswered)]
+    assert answer.record_ids == ["C001"]
+    done = [e for e in events if isinstance(e, AgentCommandDone)]
+    assert [d.exit_code for d in done] == [0, 0]  # the write, then the text-only turn's test
+    [stopped] = [e for e in events if isinstance(e, AgentStopped)]
+    assert stopped.reason == "submitted" and stopped.steps == 5
+    # The malformed call was answered with what went wrong, and the model went on.
+    fourth = up.requests[5][1]["messages"][-1]
+    assert fourth["role"] == "tool" and "must be a JSON object" in fourth["content"]
+    # The upstream saw the real key and the configured model; nothing else did.
+    assert {h["Authorization"] for h, _ in up.requests} == {f"Bearer {KEY}"}
+    assert {b["model"] for _, b in up.requests} == {"stub-model"}
+    stored = (store.artifacts_dir / run.run_id / "model_calls.json").read_text()
+    assert KEY not in stored and KEY not in json.dumps([e.model_dump() for e in events])
+
+    # Replayed from the recording, with no upstream at all: the same delivery and score.
+    monkeypatch.delenv(KEY_VAR)
+    replay, again = await _run(fixture_catalog, store, _agents_file(tmp_path, "http://127.0.0.1:9/v1"),
+                               model_replay=run.run_id)  # fmt: skip
+    assert again.status == "completed", again.error
+    assert again.score.overall == 1.0
+    assert [r.verdict for r in again.results] == [r.verdict for r in outcome.results]
+    replayed = [e for e in store.events(replay.run_id) if isinstance(e, ModelCallMade)]
+    assert [c.tool_calls for c in replayed] == [c.tool_calls for c in calls]
+
+
+@pytest.mark.parametrize(
+    ("limits", "reason"),
+    [
+        ("max_steps = 2", "step_limit"),
+        ("max_model_calls = 1", "model_limit"),
+        ("max_tokens = 150", "model_limit"),
+    ],  # fmt: skip
+)
+async def test_each_limit_stops_the_agent_with_its_reason(
+    fixture_catalog, store, tmp_path, monkeypatch, limits, reason
+):
+    monkeypatch.setenv(KEY_VAR, KEY)
+    script = [_tool("bash", json.dumps({"command": "true"}), f"c{i}") for i in range(5)]
+    async with upstream(script) as up:
+        agents = _agents_file(tmp_path, up.base_url, limits)
+        run, outcome = await _run(fixture_catalog, store, agents)
+    assert outcome.status == "completed", outcome.error  # what is there is judged
+    [stopped] = [e for e in store.events(run.run_id) if isinstance(e, AgentStopped)]
+    assert stopped.reason == reason, stopped
+    assert not outcome.score.build_ok  # nothing was written: the build gate fails
+
+
+async def test_missing_key_and_missing_recording_are_clear_failures(
+    fixture_catalog, store, tmp_path, monkeypatch
+):
+    monkeypatch.delenv(KEY_VAR, raising=False)
+    agents = _agents_file(tmp_path, "http://127.0.0.1:9/v1")
+    _, outcome = await _run(fixture_catalog, store, agents)
+    assert outcome.status == "failed" and KEY_VAR in outcome.error
+    _, outcome = await _run(fixture_catalog, store, agents, model_replay="no-such-run")
+    assert outcome.status == "failed" and "no recorded model calls" in outcome.error
