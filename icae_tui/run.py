@@ -47,6 +47,7 @@ from icae_tui.evaluation.gate import (
     delivery_image_name,
     freeze,
     remove_image,
+    start_model_proxy,
 )
 from icae_tui.evaluation.scoring import score
 from icae_tui.gateway import (
@@ -300,15 +301,18 @@ class Run:
             serving(channel) as ask_server,  # closed first: then the final count
             self._model_gateway(agent) as gateway,
         ):
+            binds = [ask_server.bind] + ([gateway.bind] if gateway is not None else [])
             agent_box = await create_container(
                 docker, images.agent, run_id=self.run_id, role="agent",
-                workdir=workspace, binds=[ask_server.bind],
+                workdir=workspace, binds=binds,
             )  # fmt: skip
             try:
                 await agent_box.put_files({ASK_TOOL: icae_ask_script()}, mode=0o755)
                 session = AgentSession(
                     self.emit, agent_box, workspace, channel, secret_env=cfg.secret_env
                 )
+                if gateway is not None:
+                    session.extra_env = await start_model_proxy(agent_box, gateway)
                 await self._build(agent, session, gateway)
                 await self.emit(PhaseChanged(phase=Phase.FREEZE, detail=delivery_image))
                 await freeze(agent_box, task, delivery_image, run_id=self.run_id)

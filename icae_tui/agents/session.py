@@ -59,6 +59,7 @@ class AgentSession:
         self.channel = channel
         self._view: HostView | None = None
         self.model: Any = None  # a model agent's endpoint (the run's gateway), if any
+        self.extra_env: dict[str, str] = {}  # the gateway's address and the run's token
         self.budget = channel.budget  # questions the agent may ask in all
         self._probed = False
 
@@ -130,6 +131,7 @@ class AgentSession:
                 await self._emit(AgentOutput(stream=Stream(stream), text=text))
 
         secrets = {k: os.environ[k] for k in self._secret_env if k in os.environ}
+        secrets |= self.extra_env
         view = await self._host_view()
         before = (view.procs() or set()) if view else set()
         hits = view.pids_limit_hits() if view else 0

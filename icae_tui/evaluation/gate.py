@@ -17,6 +17,7 @@ import aiodocker
 from icae_tui.domain.events import BuildChecked
 from icae_tui.domain.task import Task
 from icae_tui.evaluation.differential import ENGINE_TROUBLE, raise_if_engine_lost
+from icae_tui.gateway import ModelGateway, model_proxy_script
 from icae_tui.sandbox.containers import (
     Container,
     ExecResult,
@@ -27,6 +28,9 @@ from icae_tui.sandbox.containers import (
 from icae_tui.sandbox.images import wrapper_script
 
 ASK_TOOL = "/usr/local/bin/icae-ask"
+MODEL_PROXY = "/usr/local/bin/icae-model-proxy"
+MODEL_PROXY_PORT = 8787
+MODEL_PROXY_LOG = "/dev/shm/icae-model-proxy.log"  # a tmpfs: never part of the delivery
 DELIVERY_TTL_S = 24 * 3600  # a delivery image outlives its run only if the run crashed
 BUILD_TIMEOUT_S = 300
 BUILD_LOG_CHARS = 4000  # of each stream, kept on the BuildChecked event
@@ -39,7 +43,7 @@ def delivery_image_name(task: Task, run_id: str) -> str:
 async def freeze(agent_box: Container, task: Task, image: str, *, run_id: str) -> None:
     """Commit the agent's container as `image`. The engine finishes a commit it started even
     if we are cancelled meanwhile, so on any failure the image is removed again."""
-    await agent_box.exec(["rm", "-f", ASK_TOOL])
+    await agent_box.exec(["rm", "-f", ASK_TOOL, MODEL_PROXY, MODEL_PROXY_LOG])
     wrapper = wrapper_script(task.spec.delivery.entry)
     await agent_box.put_files({f"/usr/local/bin/{task.spec.interface.tool}": wrapper}, mode=0o755)
     repo, tag = image.split(":", 1)
@@ -49,6 +53,23 @@ async def freeze(agent_box: Container, task: Task, image: str, *, run_id: str) -
     except BaseException:
         await remove_image(agent_box.docker, image)
         raise
+
+
+async def start_model_proxy(agent_box: Container, gateway: ModelGateway) -> dict[str, str]:
+    """Start the loopback forwarder to the run's gateway (its socket is mounted in the agent's
+    container, which keeps network `none`) and return what an ordinary OpenAI client there
+    needs: OPENAI_BASE_URL on 127.0.0.1 and the run's token — never the real key."""
+    await agent_box.put_files({MODEL_PROXY: model_proxy_script()}, mode=0o755)
+    started = await agent_box.exec(
+        f"setsid nohup {MODEL_PROXY} --port {MODEL_PROXY_PORT} > {MODEL_PROXY_LOG} 2>&1 & "
+        f"for _ in $(seq 100); do grep -q listening {MODEL_PROXY_LOG} && exit 0; sleep 0.05; done; "
+        f"cat {MODEL_PROXY_LOG} >&2; exit 1",
+        timeout_s=30,
+    )
+    if started.exit_code != 0:
+        why = started.stderr.decode(errors="replace").strip()[-300:] or "no output"
+        raise RuntimeError(f"the model proxy did not start in the agent's container: {why}")
+    return gateway.agent_env(MODEL_PROXY_PORT)
 
 
 async def remove_image(docker: aiodocker.Docker, image: str) -> None:

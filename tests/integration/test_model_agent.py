@@ -178,3 +178,46 @@ async def test_missing_key_and_missing_recording_are_clear_failures(
     assert outcome.status == "failed" and KEY_VAR in outcome.error
     _, outcome = await _run(fixture_catalog, store, agents, model_replay="no-such-run")
     assert outcome.status == "failed" and "no recorded model calls" in outcome.error
+
+
+INSIDE = r"""
+import json, os, urllib.request
+body = json.dumps({"model": "anything", "messages": [{"role": "user", "content": "hi"}]}).encode()
+req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", body,
+                             {"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"],
+                              "Content-Type": "application/json"})
+print("inside:", json.load(urllib.request.urlopen(req))["choices"][0]["message"]["content"])
+try:
+    urllib.request.urlopen("http://127.0.0.1:9/", timeout=2)
+except OSError:
+    print("no other way out")
+"""
+
+LOOK_FOR_KEY = (
+    f"(env; cat /proc/1/environ; grep -rs '{KEY}' /etc /root /tmp /workspace /usr/local /dev/shm "
+    "/run) | grep -c 'sk-real-key' || true"
+)
+
+
+async def test_a_program_inside_the_container_reaches_the_model_only_through_the_gateway(
+    fixture_catalog, store, tmp_path, monkeypatch
+):
+    monkeypatch.setenv(KEY_VAR, KEY)
+    script = [
+        _tool("bash", json.dumps({"command": "python3 - <<'EOF'\n" + INSIDE + "EOF"}), "c1"),
+        {"role": "assistant", "content": "hello from inside"},  # what the inside call gets
+        _tool("bash", json.dumps({"command": LOOK_FOR_KEY}), "c2"),
+        _tool("submit", json.dumps({"message": "done"}), "c3"),
+    ]
+    async with upstream(script) as up:
+        run, outcome = await _run(fixture_catalog, store, _agents_file(tmp_path, up.base_url))
+    assert outcome.status == "completed", outcome.error
+    events = store.events(run.run_id)
+    output = "".join(e.text for e in events if e.kind == "agent_output")
+    assert "inside: hello from inside" in output
+    assert "no other way out" in output  # network none: the gateway is the only way
+    assert output.strip().splitlines()[-1] == "0"  # the key: in no variable, no file
+    # The inside call went through the gateway: recorded, with the real key added upstream.
+    calls = [e for e in events if isinstance(e, ModelCallMade)]
+    assert len(calls) == 4 and {c.model for c in calls} == {"stub-model"}
+    assert {h["Authorization"] for h, _ in up.requests} == {f"Bearer {KEY}"}
