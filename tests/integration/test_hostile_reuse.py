@@ -52,14 +52,19 @@ if os.fork() == 0:  # the bomb: a new session, silent, first to go when memory r
     null = os.open("/dev/null", os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
+    forks = 0
     while True:  # every process forks and dirties memory: a freezer cannot keep up
         try:
             child = os.fork() == 0
-        except OSError:  # the pids limit: the bomb is in full swing, the case may end
+            forks += 1
+        except OSError:  # the pids limit
             child = False
-            if w >= 0:
-                os.close(w)
-                w = -1
+            forks = 64
+        # In full swing (the pids limit, or 64 forks: memory may bind first, and then the
+        # OOM killer keeps the count below the limit for ever): the case may end.
+        if forks >= 64 and w >= 0:
+            os.close(w)
+            w = -1
         if child:
             if w >= 0:
                 os.close(w)
