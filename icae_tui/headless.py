@@ -12,7 +12,7 @@ import sys
 from typing import TextIO
 
 from icae_tui.display.view import RunView
-from icae_tui.display.wording import draft_source, interaction_line
+from icae_tui.display.wording import draft_source, interaction_line, model_usage
 from icae_tui.domain.events import Event, QuestionAsked
 from icae_tui.run import Run, RunConfig, RunOutcome
 from icae_tui.safe_text import printable
@@ -44,6 +44,12 @@ class PlainPrinter:
         """The interaction metrics: of the events printed, or of `events`."""
         view = self.view if events is None else RunView.from_events(events)
         self.line(interaction_line(view.metrics()))
+        if (m := view.model).calls:
+            retried = (
+                f" · {m.infra_failures} upstream failure(s) retried" if m.infra_failures else ""
+            )
+            usage = model_usage(m.calls, m.tokens_in, m.tokens_out, m.cost)
+            self.line(f"model: {usage}{retried}")
 
 
 class TerminalHuman:

@@ -49,6 +49,25 @@ from icae_tui.users.metrics import InteractionMetrics, interaction_metrics
 TRACE_KEEP = 50_000  # trace lines kept; a display that fell further behind skips the rest
 
 
+@dataclass
+class ModelUsage:
+    """The run's model calls, summed: what the header and the headless summary show."""
+
+    calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float | None = None
+    infra_failures: int = 0
+
+    def add(self, ev: ModelCallMade) -> None:
+        self.calls += 1
+        self.tokens_in += ev.tokens_in
+        self.tokens_out += ev.tokens_out
+        self.infra_failures += ev.infra_failures
+        if ev.cost is not None:
+            self.cost = (self.cost or 0.0) + ev.cost
+
+
 @dataclass(frozen=True)
 class TraceLine:
     """One printable line of the run's log. `kind` says what it is (run, phase, progress,
@@ -108,6 +127,7 @@ class RunView:
     refused: QuestionsRefused | None = None  # the latest (cumulative) count past the budget
     dropped: EventsDropped | None = None  # the latest (cumulative) count past the store bound
     interaction: InteractionMetrics | None = None  # once the run is over
+    model: ModelUsage = field(default_factory=lambda: ModelUsage())  # the model calls so far
     # results
     cases: dict[str, CaseRow] = field(default_factory=dict)  # in planned order
     score: Score | None = None
@@ -185,6 +205,8 @@ class RunView:
             case AgentCommandDone():
                 self._line("done", w.done_line(ev), style="warn" if ev.aftermath() else "muted")
             case ModelCallMade():
+                self.model.add(ev)
+                self.head_rev += 1
                 bad = ev.call_kind != "ok" or ev.infra_failures
                 self._line("model", w.model_call_line(ev), style="warn" if bad else "muted")
             case AgentStopped():

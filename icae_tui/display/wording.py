@@ -139,6 +139,12 @@ def model_call_line(ev: ModelCallMade) -> str:
     return head + tail + problem
 
 
+def model_usage(calls: int, tokens_in: int, tokens_out: int, cost: float | None) -> str:
+    """`5 calls · 600→100 tokens · $0.0120`: the header's and the summary's model figures."""
+    money = f" · ${cost:.4f}" if cost is not None else ""
+    return f"{calls} call(s) · {tokens_in}→{tokens_out} tokens{money}"
+
+
 def stopped_line(ev: AgentStopped) -> str:
     detail = f": {ev.detail}" if ev.detail else ""
     return f"agent stopped ({ev.reason.value}, {ev.steps} step(s)){detail}"

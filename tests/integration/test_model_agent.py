@@ -7,6 +7,7 @@ calls replay the run with no server at all."""
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -16,12 +17,14 @@ import pytest
 import yaml
 from aiohttp import web
 
+from icae_tui.display.view import RunView
 from icae_tui.domain.events import (
     AgentCommandDone,
     AgentStopped,
     ModelCallMade,
     QuestionAnswered,
 )
+from icae_tui.headless import PlainPrinter
 from icae_tui.run import Run, RunConfig
 from tests.conftest import FIXTURE_TASKS
 
@@ -145,6 +148,13 @@ async def test_the_model_agent_builds_mini_through_the_gateway(
     assert [r.verdict for r in again.results] == [r.verdict for r in outcome.results]
     replayed = [e for e in store.events(replay.run_id) if isinstance(e, ModelCallMade)]
     assert [c.tool_calls for c in replayed] == [c.tool_calls for c in calls]
+    # The header's and the headless summary's figures come from the same view.
+    view = RunView.from_events(events)
+    assert (view.model.calls, view.model.tokens_in, view.model.tokens_out) == (5, 500, 100)
+    assert view.model.infra_failures == 2
+    out = io.StringIO()
+    PlainPrinter(out).summary(events)
+    assert "model: 5 call(s) · 500→100 tokens · 2 upstream failure(s) retried" in out.getvalue()
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,7 @@ from textual.worker import Worker, WorkerState
 
 from icae_tui.display.sources import ReplaySource, RunSource
 from icae_tui.display.view import RunView
-from icae_tui.display.wording import OPERATOR_MODES, clock, phase_step
+from icae_tui.display.wording import OPERATOR_MODES, clock, model_usage, phase_step
 from icae_tui.domain.events import Event, QuestionAsked, RunFinished, RunStarted
 from icae_tui.ui.screens.dialogs import CaseDetailScreen, ConfirmScreen
 from icae_tui.ui.text import MODE_STYLES, clip, safe, score_text, segments, style_of
@@ -267,6 +267,9 @@ class RunScreen(Screen[None]):
             text.append_text(clip(value, 40, "bold"))
         text.append("   responder ", style="dim")
         text.append_text(clip(self.mode or "—", 20, MODE_STYLES.get(self.mode, "bold")))
+        if (m := v.model).calls:
+            text.append("   model ", style="dim")
+            text.append(model_usage(m.calls, m.tokens_in, m.tokens_out, m.cost), style="bold")
         text.append("   ")
         text.append_text(clip(st.task_title, 60, "italic dim"))
         header.update(text)
