@@ -10,11 +10,10 @@ import asyncio
 
 import pytest
 
-from icae_tui.domain.task import Case, CaseRef, Split, Task, TaskSpec
+from icae_tui.domain.task import Case, Task
 from icae_tui.evaluation.differential import Evaluator, Sides
-from icae_tui.sandbox.containers import create_container
 from icae_tui.sandbox.engine import connect
-from icae_tui.sandbox.images import BASE_IMAGE, ensure_base_image
+from tests.integration.tool_images import TOOL, build_tool_images, command_task
 
 pytestmark = pytest.mark.docker
 
@@ -60,41 +59,12 @@ echo planted
 
 
 def _task(cases: list[Case], *, timeout_s: float = 3) -> Task:
-    spec = TaskSpec.model_validate(
-        {
-            "id": "hostile",
-            "title": "hostile",
-            "language": "sh",
-            "interface": {"kind": "command", "tool": "tool"},
-            "oracle": {"entry": "/opt/tool"},
-            "delivery": {"entry": "/opt/tool", "build": "true"},
-            "cases": {"timeout_s": timeout_s},
-        }
-    )
-    refs = [
-        CaseRef(split=Split.HIDDEN, stem="h", index=i, case=c, pattern=c.pattern or "p")
-        for i, c in enumerate(cases)
-    ]
-    return Task(spec=spec, root="/nonexistent", prd={}, user_agent={}, cases=refs)
+    return command_task("hostile", cases, timeout_s=timeout_s)
 
 
 async def _build_images() -> Sides:
-    docker = await connect()
-    await ensure_base_image(docker)
-    names = {}
-    for role, script in (("oracle", ORACLE_TOOL), ("delivery", DELIVERY_TOOL)):
-        c = await create_container(
-            docker, BASE_IMAGE, run_id="test-images", role="build", hardened=False
-        )
-        try:
-            await c.put_files({"/usr/local/bin/tool": script.encode()}, mode=0o755)
-            await c.exec("mkdir -p /data")
-            await c.commit(f"icae-test-{role}", "hostile", {"icae.tool": "icae-tui"})
-        finally:
-            await c.remove()
-        names[role] = f"icae-test-{role}:hostile"
-    await docker.close()
-    return Sides(oracle_image=names["oracle"], delivery_image=names["delivery"])
+    files = {"oracle": {TOOL: ORACLE_TOOL}, "delivery": {TOOL: DELIVERY_TOOL}}
+    return await build_tool_images("hostile", files)
 
 
 @pytest.fixture(scope="module")

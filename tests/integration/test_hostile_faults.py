@@ -31,11 +31,10 @@ from icae_tui.evaluation.differential import EngineLost, Evaluator, Sides
 from icae_tui.evaluation.sides import Box, SidePool
 from icae_tui.headless import PlainPrinter
 from icae_tui.run import Run, RunConfig
-from icae_tui.sandbox.containers import create_container
 from icae_tui.sandbox.engine import connect
-from icae_tui.sandbox.images import BASE_IMAGE, ensure_base_image
 from icae_tui.store import RunStore
 from tests.conftest import FIXTURE_TASKS
+from tests.integration.tool_images import TOOL, build_tool_images
 
 pytestmark = pytest.mark.docker
 
@@ -82,21 +81,8 @@ def _task(
 
 
 async def _build_images() -> Sides:
-    docker = await connect()
-    await ensure_base_image(docker)
-    names = {}
-    for role, script in (("oracle", ORACLE_TOOL), ("delivery", DELIVERY_TOOL)):
-        c = await create_container(
-            docker, BASE_IMAGE, run_id="test-images", role="build", hardened=False
-        )
-        try:
-            await c.put_files({"/usr/local/bin/tool": script.encode()}, mode=0o755)
-            await c.commit(f"icae-test-{role}", "faults", {"icae.tool": "icae-tui"})
-        finally:
-            await c.remove()
-        names[role] = f"icae-test-{role}:faults"
-    await docker.close()
-    return Sides(oracle_image=names["oracle"], delivery_image=names["delivery"])
+    files = {"oracle": {TOOL: ORACLE_TOOL}, "delivery": {TOOL: DELIVERY_TOOL}}
+    return await build_tool_images("faults", files)
 
 
 @pytest.fixture(scope="module")

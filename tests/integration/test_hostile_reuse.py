@@ -15,13 +15,12 @@ import asyncio
 import pytest
 
 from icae_tui.domain.results import CaseResult
-from icae_tui.domain.task import Case, CaseRef, Split, Task, TaskSpec
+from icae_tui.domain.task import Case, Task
 from icae_tui.evaluation.differential import Evaluator, Sides
 from icae_tui.evaluation.sides import SidePool, kill_extras, left_running, proc_identity
-from icae_tui.sandbox.containers import create_container
 from icae_tui.sandbox.engine import connect
 from icae_tui.sandbox.hostview import process_state
-from icae_tui.sandbox.images import BASE_IMAGE, ensure_base_image
+from tests.integration.tool_images import TOOL, build_tool_images, command_task
 
 pytestmark = pytest.mark.docker
 
@@ -135,45 +134,15 @@ for name, pid in (("init", 1), ("keepalive", int(keepalive[0]))):
 
 
 def _task(cases: list[Case], *, timeout_s: float = 20) -> Task:
-    spec = TaskSpec.model_validate(
-        {
-            "id": "reuse",
-            "title": "reuse",
-            "language": "sh",
-            "interface": {"kind": "command", "tool": "tool"},
-            "oracle": {"entry": "/opt/tool"},
-            "delivery": {"entry": "/opt/tool", "build": "true"},
-            "cases": {"timeout_s": timeout_s},
-        }
-    )
-    refs = [
-        CaseRef(split=Split.HIDDEN, stem="h", index=i, case=c, pattern=c.pattern or "p")
-        for i, c in enumerate(cases)
-    ]
-    return Task(spec=spec, root="/nonexistent", prd={}, user_agent={}, cases=refs)
+    return command_task("reuse", cases, timeout_s=timeout_s)
 
 
 async def _build_images() -> Sides:
-    docker = await connect()
-    await ensure_base_image(docker)
     files = {
-        "oracle": {"/usr/local/bin/tool": ORACLE_TOOL},
-        "delivery": {"/usr/local/bin/tool": DELIVERY_TOOL, "/usr/local/bin/sleep": RESIDENT_SLEEP},
+        "oracle": {TOOL: ORACLE_TOOL},
+        "delivery": {TOOL: DELIVERY_TOOL, "/usr/local/bin/sleep": RESIDENT_SLEEP},
     }
-    names = {}
-    for role, contents in files.items():
-        c = await create_container(
-            docker, BASE_IMAGE, run_id="test-reuse", role="build", hardened=False
-        )
-        try:
-            await c.put_files({p: t.encode() for p, t in contents.items()}, mode=0o755)
-            await c.exec("mkdir -p /data")
-            await c.commit(f"icae-test-{role}", "reuse", {"icae.tool": "icae-tui"})
-        finally:
-            await c.remove()
-        names[role] = f"icae-test-{role}:reuse"
-    await docker.close()
-    return Sides(oracle_image=names["oracle"], delivery_image=names["delivery"])
+    return await build_tool_images("reuse", files)
 
 
 @pytest.fixture(scope="module")

@@ -29,9 +29,8 @@ from icae_tui.evaluation.scoring import score
 from icae_tui.evaluation.sidefx import CHANGES_CAP, CHANGES_JSON_CAP
 from icae_tui.report import write_report
 from icae_tui.run import Run, RunConfig
-from icae_tui.sandbox.containers import create_container
 from icae_tui.sandbox.engine import connect
-from icae_tui.sandbox.images import BASE_IMAGE, ensure_base_image
+from tests.integration.tool_images import TOOL, build_tool_images
 
 pytestmark = pytest.mark.docker
 
@@ -79,22 +78,8 @@ def _task() -> Task:
 
 
 async def _build_images() -> Sides:
-    docker = await connect()
-    await ensure_base_image(docker)
-    names = {}
-    for role, script in (("oracle", ORACLE_TOOL), ("delivery", DELIVERY_TOOL)):
-        c = await create_container(
-            docker, BASE_IMAGE, run_id="test-images", role="build", hardened=False
-        )
-        try:
-            await c.put_files({"/usr/local/bin/tool": script.encode()}, mode=0o755)
-            await c.exec("mkdir -p /data")
-            await c.commit(f"icae-test-{role}", "bounds", {"icae.tool": "icae-tui"})
-        finally:
-            await c.remove()
-        names[role] = f"icae-test-{role}:bounds"
-    await docker.close()
-    return Sides(oracle_image=names["oracle"], delivery_image=names["delivery"])
+    files = {"oracle": {TOOL: ORACLE_TOOL}, "delivery": {TOOL: DELIVERY_TOOL}}
+    return await build_tool_images("bounds", files)
 
 
 async def _evaluate(task: Task, sides: Sides) -> list[CaseResult]:
