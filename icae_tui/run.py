@@ -19,8 +19,9 @@ from pathlib import Path
 
 import aiodocker
 
-from icae_tui.agents.base import Agent, AgentError
-from icae_tui.agents.model_agent import AgentStop, GatewayEndpoint, ModelAgent
+from icae_tui.agents.base import Agent, AgentError, AgentStop, Limits
+from icae_tui.agents.endpoint import GatewayEndpoint
+from icae_tui.agents.model_agent import ModelAgent
 from icae_tui.agents.registry import make_agent
 from icae_tui.agents.session import AgentSession
 from icae_tui.domain.events import (
@@ -56,7 +57,7 @@ from icae_tui.gateway import (
     ModelCall,
     ModelGateway,
     ReplayUpstream,
-    dump_calls,
+    dump_call,
     load_calls,
 )
 from icae_tui.gateway import serving as gateway_serving
@@ -74,7 +75,7 @@ from icae_tui.users.responders import Desk, Responder, SimulatedUser
 log = logging.getLogger(__name__)
 
 SUBMISSION_CHARS = 64 * 1024  # of the agent's final message: always stored, so bounded
-MODEL_CALLS_FILE = "model_calls.json"  # beside report.json: every model call, bodies capped
+MODEL_CALLS_FILE = "model_calls.jsonl"  # beside report.json: a line per model call, bodies capped
 
 
 @dataclass
@@ -172,7 +173,7 @@ class Run:
             return ModelUser(data, cfg.user_model)
         return SimulatedUser(data)
 
-    def _started(self) -> RunStarted:
+    def _started(self, limits: Limits) -> RunStarted:
         cfg, task = self.config, self.config.task
         records = task.user_agent[cfg.level].oracle_data.hidden_constraints
         return RunStarted(
@@ -185,6 +186,7 @@ class Run:
             prd=task.prd[cfg.level],
             task_records=[r.constraint_id for r in records if not r.generic],
             generic_records=[r.constraint_id for r in records if r.generic],
+            limits=limits,
         )
 
     # --- the run ------------------------------------------------------------------------
@@ -195,12 +197,19 @@ class Run:
         self.store.create_run(
             self.run_id, task.id, cfg.agent, cfg.level.value, cfg.responder, time.time()
         )
-        await self.emit(self._started())
+        agent: Agent | None = None
+        broken: AgentError | None = None
+        try:
+            agent = make_agent(cfg.agent, task, pace_s=cfg.pace_s, agent_files=cfg.agent_files)
+        except AgentError as err:
+            broken = err  # a failed run like any other: started, then failed with the reason
+        await self.emit(self._started(agent.limits if agent is not None else Limits()))
         self._running = True
         outcome = RunOutcome(self.run_id, RunStatus.FAILED, None)
         docker: aiodocker.Docker | None = None
         try:
-            agent = make_agent(cfg.agent, task, pace_s=cfg.pace_s, agent_files=cfg.agent_files)
+            if agent is None:
+                raise broken or AgentError(f"agent {cfg.agent!r}: not made")
             docker = await connect()
             await self._sweep(docker)
             outcome = await self._phases(docker, agent)
@@ -309,8 +318,9 @@ class Run:
             try:
                 await agent_box.put_files({ASK_TOOL: icae_ask_script()}, mode=0o755)
                 session = AgentSession(
-                    self.emit, agent_box, workspace, channel, secret_env=cfg.secret_env
-                )
+                    self.emit, agent_box, workspace, channel,
+                    secret_env=cfg.secret_env, limits=agent.limits,
+                )  # fmt: skip
                 if gateway is not None:
                     session.extra_env = await start_model_proxy(agent_box, gateway)
                 await self._build(agent, session, gateway)
@@ -327,47 +337,48 @@ class Run:
         endpoint = None
         if gateway is not None:
             endpoint = session.model = GatewayEndpoint(gateway.socket_path, gateway.token)
-        steps = lambda: getattr(agent, "steps", 0)  # noqa: E731 - scripted agents count none
+        seconds = agent.limits.max_seconds
         try:
-            final = await agent.build(self.config.task.prd[self.config.level], session)
+            # the wall clock is the run's to enforce: an agent stuck in one long command or
+            # one slow model call is stopped all the same
+            async with asyncio.timeout(seconds):
+                final = await agent.build(self.config.task.prd[self.config.level], session)
+        except TimeoutError:
+            stop = AgentStop(StopReason.TIME_LIMIT, f"time limit of {seconds:g} s")
+            await self.emit(
+                AgentStopped(reason=stop.reason, detail=stop.detail, steps=session.steps)
+            )
+            return
         except AgentStop as stop:
-            await self.emit(AgentStopped(reason=stop.reason, detail=stop.detail, steps=steps()))
+            await self.emit(
+                AgentStopped(reason=stop.reason, detail=stop.detail, steps=session.steps)
+            )
             return
         finally:
             if endpoint is not None:
                 await endpoint.close()
         await self.emit(AgentSubmitted(message=final[:SUBMISSION_CHARS]))
-        await self.emit(AgentStopped(reason=StopReason.SUBMITTED, steps=steps()))
+        await self.emit(AgentStopped(reason=StopReason.SUBMITTED, steps=session.steps))
 
     def _model_gateway(self, agent: Agent) -> contextlib.AbstractAsyncContextManager:
         """The run's model gateway for a model agent (no gateway for scripted agents): the
         configured endpoint, or the recorded calls of `model_replay`; its calls are events,
-        and all of them are kept in the run's model_calls.json."""
+        and each is appended to the run's model_calls.jsonl as it ends."""
         if not isinstance(agent, ModelAgent):
             return contextlib.nullcontext(None)
         s = agent.settings
         config = GatewayConfig(
             base_url=s.base_url or "", model=s.model, api_key_env=s.api_key_env or "",
+            price_in_per_mtok=s.price_in_per_mtok, price_out_per_mtok=s.price_out_per_mtok,
             max_calls=s.limits.max_model_calls, max_tokens=s.limits.max_tokens,
+            max_cost=s.limits.max_cost_usd,
         )  # fmt: skip
         upstream = None
         if self.config.model_replay:
             upstream = ReplayUpstream(self._recorded_calls(self.config.model_replay))
         elif not s.base_url:
             raise AgentError(f"agent {agent.name}: needs an endpoint (base_url in agents.toml)")
-        return self._gateway_kept(gateway_serving(config, upstream=upstream, record=self._call))
-
-    @contextlib.asynccontextmanager
-    async def _gateway_kept(self, serving: contextlib.AbstractAsyncContextManager):
-        gateway = None
-        try:
-            async with serving as gateway:
-                yield gateway
-        finally:
-            if gateway is not None:
-                path = self.log.report_path.with_name(MODEL_CALLS_FILE)
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(dump_calls(gateway.calls()), encoding="utf-8")
+        return gateway_serving(config, upstream=upstream, record=self._call)
 
     def _recorded_calls(self, run_id: str) -> list[ModelCall]:
         path = self.store.artifacts_dir / run_id / MODEL_CALLS_FILE
@@ -379,6 +390,10 @@ class Run:
             raise AgentError(f"--model-replay {run_id}: {path}: {err}") from None
 
     async def _call(self, call: ModelCall) -> None:
+        path = self.log.report_path.with_name(MODEL_CALLS_FILE)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as out:  # kept as it happens, like the events
+            out.write(dump_call(call))
         await self.emit(
             ModelCallMade(
                 index=call.index, call_kind=call.kind, model=call.upstream_model or call.model,

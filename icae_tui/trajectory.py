@@ -9,6 +9,11 @@ agent. The mapping:
   message are `agent` steps;
 - each answer to a question is a `user` step (who answered and from which records in
   `extra`): clarification turns are the user's side of the conversation;
+- each model call's figures (model, tokens in/out, cost) go on the next agent step as ATIF
+  `model_name` and `metrics`: the gateway records a call before the agent sees its reply, so
+  that step is what the reply made the agent do. A call followed by no agent action (a reply
+  the agent could not use, or a call made from inside the container) is an agent step of its
+  own with an empty message; totals go in `final_metrics`;
 - progress, refused questions past the budget, dropped events and the build are `system`
   steps; the score and the run's end go in `final_metrics.extra`.
 
@@ -27,11 +32,13 @@ from icae_tui.domain.events import (
     AgentCommandDone,
     AgentOutput,
     AgentSaid,
+    AgentStopped,
     AgentSubmitted,
     AgentWrote,
     BuildChecked,
     Event,
     EventsDropped,
+    ModelCallMade,
     QuestionAnswered,
     QuestionAsked,
     QuestionsRefused,
@@ -60,12 +67,34 @@ class _Builder:
         self.steps: list[dict[str, Any]] = []
         self.open_command: dict[str, Any] | None = None  # a shell step awaiting its output
         self.output: list[str] = []
+        self.model_call: ModelCallMade | None = None  # its figures go on the next agent step
+        self.totals = {"prompt": 0, "completion": 0, "cost": None}
 
     def step(self, ev: Event, source: str, message: str, **fields: Any) -> dict[str, Any]:
         step = {"step_id": len(self.steps) + 1, "timestamp": _when(ev.ts), "source": source,
                 "message": message, **{k: v for k, v in fields.items() if v is not None}}  # fmt: skip
+        if source == "agent" and self.model_call is not None:
+            call, self.model_call = self.model_call, None
+            step["model_name"] = call.model
+            step["metrics"] = _metrics(call)
         self.steps.append(step)
         return step
+
+    def called(self, ev: ModelCallMade) -> None:
+        if self.model_call is not None:  # the previous call led to no action of its own
+            self.unused_call(self.model_call)
+        self.model_call = ev
+        self.totals["prompt"] += ev.tokens_in
+        self.totals["completion"] += ev.tokens_out
+        if ev.cost is not None:
+            self.totals["cost"] = (self.totals["cost"] or 0.0) + ev.cost
+
+    def unused_call(self, call: ModelCallMade) -> None:
+        self.model_call = None
+        extra = {"model_call": call.index, "call_kind": call.call_kind, "status": call.status,
+                 "error": call.error, "stop_reason": call.stop_reason}  # fmt: skip
+        self.step(call, "agent", "", model_name=call.model, metrics=_metrics(call),
+                  extra={k: v for k, v in extra.items() if v is not None})  # fmt: skip
 
     def call(self, ev: Event, name: str, arguments: dict[str, Any], message: str = "") -> str:
         call_id = f"call_{ev.seq}"
@@ -94,6 +123,15 @@ class _Builder:
         self.open_command, self.output = None, []
 
 
+def _metrics(call: ModelCallMade) -> dict[str, Any]:
+    out: dict[str, Any] = {"prompt_tokens": call.tokens_in, "completion_tokens": call.tokens_out}
+    if call.cost is not None:
+        out["cost_usd"] = call.cost
+    out["extra"] = {"latency_s": call.latency_s, "attempts": call.attempts,
+                    "infra_failures": call.infra_failures}  # fmt: skip
+    return out
+
+
 def build_trajectory(events: list[Event]) -> dict[str, Any]:
     b = _Builder()
     started: RunStarted | None = None
@@ -106,6 +144,8 @@ def build_trajectory(events: list[Event]) -> dict[str, Any]:
             case RunStarted():
                 started = ev
                 b.step(ev, "user", ev.prd, extra={"level": ev.level, "budget": ev.budget})
+            case ModelCallMade():
+                b.called(ev)
             case AgentSaid():
                 b.step(ev, "agent", ev.text)
             case AgentCommand():
@@ -138,9 +178,13 @@ def build_trajectory(events: list[Event]) -> dict[str, Any]:
                 b.step(ev, "system", ev.reason, extra={"build_ok": ev.ok})
             case ScoreUpdated():
                 score = ev.score.model_dump(mode="json")
+            case AgentStopped() if b.model_call is not None:
+                b.unused_call(b.model_call)
             case RunFinished():
                 finished = ev
     b.close_command(None)
+    if b.model_call is not None:
+        b.unused_call(b.model_call)
     agent = {"name": started.agent if started else "unknown", "version": _tool_version()}
     extra: dict[str, Any] = {"score": score}
     if finished is not None:
@@ -151,9 +195,19 @@ def build_trajectory(events: list[Event]) -> dict[str, Any]:
         "agent": agent,
         "steps": b.steps,
         "notes": "Exported by icae-tui from the run's stored events.",
-        "final_metrics": {"total_steps": len(b.steps), "extra": extra},
+        "final_metrics": _final_metrics(b, extra),
         "extra": {
             "task": started.task_id if started else "",
             "level": started.level if started else "",
         },
     }
+
+
+def _final_metrics(b: _Builder, extra: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"total_steps": len(b.steps)}
+    if any(s.get("metrics") for s in b.steps):
+        out["total_prompt_tokens"] = b.totals["prompt"]
+        out["total_completion_tokens"] = b.totals["completion"]
+        if b.totals["cost"] is not None:
+            out["total_cost_usd"] = b.totals["cost"]
+    return out | {"extra": extra}

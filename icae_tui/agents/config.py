@@ -34,7 +34,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from icae_tui.domain.agent import Limits
 
 DEFAULTS_FILE = Path(__file__).with_name("defaults.toml")
 
@@ -66,9 +68,8 @@ class AgentState(StrEnum):
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 AGENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
-PositiveInt = Annotated[int, Field(strict=True, gt=0)]
-PositiveFloat = Annotated[float, Field(strict=True, gt=0)]
 NonEmpty = Annotated[str, Field(strict=True, min_length=1)]
+Price = Annotated[float, Field(strict=True, ge=0)]
 
 
 def _env_name(value: str) -> str:
@@ -83,18 +84,6 @@ def _env_name(value: str) -> str:
 EnvName = Annotated[str, Field(strict=True), AfterValidator(_env_name)]
 
 
-class Limits(BaseModel):
-    """Per-case limits; each is optional and, when given, positive."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    max_steps: PositiveInt | None = None
-    max_seconds: PositiveFloat | None = None
-    max_model_calls: PositiveInt | None = None
-    max_tokens: PositiveInt | None = None
-    max_cost_usd: PositiveFloat | None = None
-
-
 class ModelAgentConfig(BaseModel):
     """The built-in agent driven by a model behind an OpenAI-compatible endpoint."""
 
@@ -106,7 +95,22 @@ class ModelAgentConfig(BaseModel):
     api_key_env: EnvName | None = None
     temperature: Annotated[float, Field(strict=True, ge=0, le=2)] | None = None
     prompts: NonEmpty | None = None  # a folder with system.md / instance.md to use instead
+    stream: bool = True  # ask for streamed replies: tokens show in the trace as they come
+    # prices in USD per million tokens: the cost of each call, and what max_cost_usd counts
+    price_in_per_mtok: Price | None = None
+    price_out_per_mtok: Price | None = None
     limits: Limits = Limits()
+
+    @model_validator(mode="after")
+    def _cost_limit_needs_prices(self) -> ModelAgentConfig:
+        if self.limits.max_cost_usd is not None and (
+            self.price_in_per_mtok is None or self.price_out_per_mtok is None
+        ):
+            raise ValueError(
+                "limits.max_cost_usd needs price_in_per_mtok and price_out_per_mtok "
+                "(USD per million tokens) to count the cost"
+            )
+        return self
 
 
 class CommandAgentConfig(BaseModel):

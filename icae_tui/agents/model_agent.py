@@ -8,9 +8,11 @@ call and enforces the model limits) and does one thing:
   `SUBMIT:` line — the same three actions;
 - anything else (no action, a malformed tool call) is answered with what went wrong, and the
   model gets another step.
-It stops on submit, or when a limit is reached (steps and wall clock here; model calls, tokens
-and cost at the gateway), or when the endpoint fails after the gateway's retries — raising
-`AgentStop` with the reason, which the run records. Prompts are templates in
+Replies are streamed by default: the text goes to the trace as it comes (AgentStreamed
+pieces), then whole (AgentSaid). It stops on submit, or when a limit is reached (steps and
+wall clock by its context; model calls, tokens and cost at the gateway), or when the endpoint
+fails after the gateway's retries — raising `AgentStop` with the reason, which the run
+records. Prompts are templates in
 `agents/prompts/` (`system.md`, `instance.md`); an entry's `prompts` folder overrides them.
 """
 
@@ -20,18 +22,20 @@ import json
 import re
 import time
 from pathlib import Path
-from typing import Any, Protocol
-
-import aiohttp
+from typing import Any
 
 from icae_tui.agents.base import AgentContext
 from icae_tui.agents.config import ModelAgentConfig
+from icae_tui.domain.agent import AgentStop
+from icae_tui.domain.events import AgentStreamed
 from icae_tui.domain.states import StopReason
 
 PROMPTS = Path(__file__).with_name("prompts")
 OBSERVATION_CHARS = 10_000  # of a command's output shown back to the model
 COMMAND_TIMEOUT_S = 120.0
-DEFAULT_MAX_STEPS = 50
+DEFAULT_MAX_STEPS = 50  # when the entry sets none: a model that never submits must end
+STREAM_PIECE_CHARS = 80
+STREAM_PIECE_S = 0.1
 
 TOOLS = [
     {
@@ -77,63 +81,30 @@ _ASK = re.compile(r"^ASK:\s*(.+)$", re.MULTILINE)
 _SUBMIT = re.compile(r"^SUBMIT:\s*(.*)$", re.MULTILINE)
 
 
-class AgentStop(Exception):
-    """The agent stopped before submitting; the run records why and judges what is there."""
+class Streamer:
+    """Passes the streamed reply on to the trace in pieces worth an event: a line, or
+    STREAM_PIECE_CHARS characters, or what came within STREAM_PIECE_S."""
 
-    def __init__(self, reason: StopReason, detail: str) -> None:
-        super().__init__(detail)
-        self.reason = reason
-        self.detail = detail
+    def __init__(self, ctx: AgentContext) -> None:
+        self._ctx = ctx
+        self._buf: list[str] = []
+        self._size = 0
+        self._since = time.monotonic()
+        self.used = False
 
+    async def __call__(self, piece: str) -> None:
+        self._buf.append(piece)
+        self._size += len(piece)
+        now = time.monotonic()
+        if "\n" in piece or self._size >= STREAM_PIECE_CHARS or now - self._since >= STREAM_PIECE_S:
+            await self.flush()
 
-class ChatEndpoint(Protocol):
-    async def complete(self, body: dict[str, Any]) -> dict[str, Any]: ...
-
-
-class GatewayEndpoint:
-    """Chat Completions through the run's gateway, on its Unix socket, with the run's token.
-    The gateway's refusals become the reason the agent stops."""
-
-    def __init__(self, socket_path: Path, token: str) -> None:
-        self._socket = str(socket_path)
-        self._token = token
-        self._session: aiohttp.ClientSession | None = None
-
-    async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
-        if self._session is None:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.UnixConnector(path=self._socket)
-            )
-        headers = {"Authorization": f"Bearer {self._token}"}
-        async with self._session.post(
-            "http://gateway/v1/chat/completions", json=body, headers=headers
-        ) as resp:
-            text = await resp.text()
-            try:
-                data = json.loads(text)
-            except ValueError:
-                data = {}
-            if resp.status == 200 and isinstance(data, dict):
-                return data
-        error = data.get("error", {}) if isinstance(data, dict) else {}
-        message = error.get("message") or text[:300] or f"HTTP {resp.status}"
-        kind = error.get("type", "")
-        if kind == "limit_reached":
-            raise AgentStop(StopReason.MODEL_LIMIT, message)
-        if resp.status in (429, 502, 503, 504) or resp.status >= 500 or kind == "replay_divergence":
-            raise AgentStop(StopReason.INFRA_ERROR, f"model endpoint: {message}")
-        raise AgentStop(StopReason.AGENT_ERROR, f"model endpoint refused the request: {message}")
-
-    async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-
-
-class ModelContext(AgentContext, Protocol):
-    """What the model agent needs beyond any agent's context: its model endpoint."""
-
-    model: ChatEndpoint
-    budget: int
+    async def flush(self) -> None:
+        if self._buf:
+            self.used = True
+            await self._ctx.trace(AgentStreamed(text="".join(self._buf)))
+            self._buf, self._size = [], 0
+        self._since = time.monotonic()
 
 
 def _template(name: str, folder: Path | None) -> str:
@@ -147,9 +118,12 @@ class ModelAgent:
     def __init__(self, name: str, settings: ModelAgentConfig) -> None:
         self.name = name
         self.settings = settings
-        self.steps = 0
+        limits = settings.limits
+        if limits.max_steps is None:
+            limits = limits.model_copy(update={"max_steps": DEFAULT_MAX_STEPS})
+        self.limits = limits
 
-    def _messages(self, prd: str, ctx: ModelContext) -> list[dict[str, Any]]:
+    def _messages(self, prd: str, ctx: AgentContext) -> list[dict[str, Any]]:
         folder = Path(self.settings.prompts) if self.settings.prompts else None
         values = {"workspace": ctx.workspace, "budget": ctx.budget, "prd": prd}
         return [
@@ -157,26 +131,14 @@ class ModelAgent:
             {"role": "user", "content": _template("instance.md", folder).format(**values)},
         ]
 
-    async def build(self, prd: str, ctx: ModelContext) -> str:
-        limits = self.settings.limits
-        max_steps = limits.max_steps or DEFAULT_MAX_STEPS
-        deadline = time.monotonic() + limits.max_seconds if limits.max_seconds else None
+    async def build(self, prd: str, ctx: AgentContext) -> str:
+        if ctx.model is None:
+            raise AgentStop(StopReason.INFRA_ERROR, "no model endpoint for the model agent")
         messages = self._messages(prd, ctx)
         while True:
-            if self.steps >= max_steps:
-                raise AgentStop(StopReason.STEP_LIMIT, f"step limit of {max_steps} reached")
-            if deadline is not None and time.monotonic() > deadline:
-                raise AgentStop(StopReason.TIME_LIMIT, f"time limit of {limits.max_seconds:g} s")
-            self.steps += 1
-            body: dict[str, Any] = {"model": self.settings.model, "messages": messages,
-                                    "tools": TOOLS}  # fmt: skip
-            if self.settings.temperature is not None:
-                body["temperature"] = self.settings.temperature
-            reply = await ctx.model.complete(body)
-            message = _first_message(reply)
+            await ctx.step()  # stops at the step or time limit
+            message = await self._ask_model(messages, ctx)
             messages.append(message)
-            if message.get("content"):
-                await ctx.say(str(message["content"]))
             calls = message.get("tool_calls") or []
             if calls:
                 for call in calls:
@@ -191,7 +153,23 @@ class ModelAgent:
                 return done
             messages.append({"role": "user", "content": text})
 
-    async def _tool(self, call: dict[str, Any], ctx: ModelContext) -> tuple[str | None, str]:
+    async def _ask_model(self, messages: list[dict[str, Any]], ctx: AgentContext) -> dict:
+        """One model turn; its text goes to the trace, streamed as it comes when asked to."""
+        assert ctx.model is not None
+        body: dict[str, Any] = {"model": self.settings.model, "messages": messages,
+                                "tools": TOOLS}  # fmt: skip
+        if self.settings.temperature is not None:
+            body["temperature"] = self.settings.temperature
+        streamer = Streamer(ctx) if self.settings.stream else None
+        reply = await ctx.model.complete(body, streamer)
+        if streamer is not None:
+            await streamer.flush()
+        message = _first_message(reply)
+        if message.get("content"):
+            await ctx.say(str(message["content"]), streamed=bool(streamer and streamer.used))
+        return message
+
+    async def _tool(self, call: dict[str, Any], ctx: AgentContext) -> tuple[str | None, str]:
         fn = call.get("function") or {}
         name = fn.get("name", "")
         try:
@@ -213,7 +191,7 @@ class ModelAgent:
             f"error: unknown tool or missing argument in {name!r}; tools: bash, ask_user, submit",
         )
 
-    async def _text_action(self, text: str, ctx: ModelContext) -> tuple[str | None, str]:
+    async def _text_action(self, text: str, ctx: AgentContext) -> tuple[str | None, str]:
         if block := _BASH_BLOCK.search(text):
             return None, await _run(block.group(1).strip(), ctx)
         if ask := _ASK.search(text):
@@ -237,7 +215,7 @@ def _first_message(reply: dict[str, Any]) -> dict[str, Any]:
 
 async def _run(command: str, ctx: AgentContext) -> str:
     res = await ctx.run(command, COMMAND_TIMEOUT_S)
-    out = (res.stdout + res.stderr).decode("utf-8", errors="replace")
+    out = res.output
     if len(out) > OBSERVATION_CHARS:
         out = out[:OBSERVATION_CHARS] + f"\n[… {len(out) - OBSERVATION_CHARS} more characters]"
     status = "timed out" if res.timed_out else f"exit code {res.exit_code}"

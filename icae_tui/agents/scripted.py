@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from icae_tui.agents.base import AgentContext, AgentError
+from icae_tui.agents.base import AgentContext, AgentError, Limits
 from icae_tui.catalog import TaskError, load_solution, solution_path
 from icae_tui.domain.solution import Ask, RunCommand, Say, Solution, Submit, Write
 from icae_tui.domain.task import Task
@@ -16,6 +16,7 @@ class ScriptedAgent:
         self.name = name
         self.solution = solution
         self.pace_s = solution.pace_s if pace_s is None else pace_s
+        self.limits = Limits()
 
     @classmethod
     def for_task(
@@ -38,6 +39,7 @@ class ScriptedAgent:
     async def build(self, prd: str, ctx: AgentContext) -> str:
         final = "done"
         for step in self.solution.steps:
+            await ctx.step()
             if self.pace_s:
                 await asyncio.sleep(self.pace_s)
             match step:

@@ -13,10 +13,11 @@ import codecs
 import contextlib
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import aiodocker
 
+from icae_tui.agents.base import ChatEndpoint
+from icae_tui.domain.agent import AgentStop, CommandResult, Limits
 from icae_tui.domain.events import (
     AgentCommand,
     AgentCommandDone,
@@ -25,9 +26,9 @@ from icae_tui.domain.events import (
     AgentWrote,
     Event,
 )
-from icae_tui.domain.states import Stream
+from icae_tui.domain.states import StopReason, Stream
 from icae_tui.evaluation.sides import kill_extras
-from icae_tui.sandbox.containers import Container, ExecResult
+from icae_tui.sandbox.containers import Container
 from icae_tui.sandbox.hostview import HostView, process_state
 from icae_tui.users.channel import ClarificationChannel
 
@@ -51,14 +52,20 @@ class AgentSession:
         channel: ClarificationChannel,
         *,
         secret_env: tuple[str, ...] = (),
+        limits: Limits | None = None,
     ) -> None:
         self._emit = emit
         self._secret_env = secret_env
         self.box = box
         self.workspace = workspace
         self.channel = channel
+        self.limits = limits = limits or Limits()
+        self.steps = 0
+        self._deadline = (
+            asyncio.get_running_loop().time() + limits.max_seconds if limits.max_seconds else None
+        )
         self._view: HostView | None = None
-        self.model: Any = None  # a model agent's endpoint (the run's gateway), if any
+        self.model: ChatEndpoint | None = None  # the run's gateway, for a model agent
         self.extra_env: dict[str, str] = {}  # the gateway's address and the run's token
         self.budget = channel.budget  # questions the agent may ask in all
         self._probed = False
@@ -99,8 +106,18 @@ class AgentSession:
             killed = await asyncio.to_thread(kill_extras, view, before)
         return capped, left, killed
 
-    async def say(self, text: str) -> None:
-        await self._emit(AgentSaid(text=text))
+    async def step(self) -> None:
+        if self.limits.max_steps is not None and self.steps >= self.limits.max_steps:
+            raise AgentStop(StopReason.STEP_LIMIT, f"step limit of {self.limits.max_steps} reached")
+        if self._deadline is not None and asyncio.get_running_loop().time() >= self._deadline:
+            raise AgentStop(StopReason.TIME_LIMIT, f"time limit of {self.limits.max_seconds:g} s")
+        self.steps += 1
+
+    async def trace(self, event: Event) -> None:
+        await self._emit(event)
+
+    async def say(self, text: str, *, streamed: bool = False) -> None:
+        await self._emit(AgentSaid(text=text, streamed=streamed))
 
     async def ask(self, question: str) -> str:
         answer = await self.channel.ask(question)
@@ -111,7 +128,7 @@ class AgentSession:
         await self.box.put_files({path: data}, mode=mode)
         await self._emit(AgentWrote(path=path, size=len(data)))
 
-    async def run(self, command: str, timeout_s: float = 60.0) -> ExecResult:
+    async def run(self, command: str, timeout_s: float = 60.0) -> CommandResult:
         await self._emit(AgentCommand(command=command))
         decoders = {
             s: codecs.getincrementaldecoder("utf-8")("replace") for s in ("stdout", "stderr")
@@ -152,7 +169,10 @@ class AgentSession:
                 killed_left=killed,
             )
         )
-        return res
+        return CommandResult(
+            exit_code=res.exit_code, stdout=res.stdout, stderr=res.stderr,
+            duration_s=res.duration_s, timed_out=res.timed_out,
+        )  # fmt: skip
 
 
 def _alive(view: HostView, keep: set[int]) -> frozenset[int]:

@@ -23,6 +23,7 @@ from icae_tui.domain.events import (
     AgentOutput,
     AgentSaid,
     AgentStopped,
+    AgentStreamed,
     AgentSubmitted,
     AgentWrote,
     BuildChecked,
@@ -46,6 +47,7 @@ from icae_tui.domain.states import StopReason
 from icae_tui.safe_text import printable
 from icae_tui.users.metrics import InteractionMetrics, interaction_metrics
 
+STREAMED = "said"  # the pseudo-stream of the agent's streamed text, completed like output
 TRACE_KEEP = 50_000  # trace lines kept; a display that fell further behind skips the rest
 
 
@@ -196,6 +198,10 @@ class RunView:
             case Progress():
                 self._line("progress", ev.message, prefix=w.PROGRESS_PREFIX, style="muted")
                 self._status([(printable(ev.message, limit=w.STATUS_LIMIT), "muted")])
+            case AgentStreamed():
+                self._output(STREAMED, ev.text)
+            case AgentSaid() if ev.streamed:
+                self._end_output()  # shown already, as it streamed in
             case AgentSaid():
                 self._line("said", ev.text, prefix=w.SAID_PREFIX)
             case AgentWrote():
@@ -349,23 +355,28 @@ class RunView:
             self._push(TraceLine(kind, head + printable(part, limit=w.LINE_LIMIT), style))
 
     def _output(self, stream: str, chunk: str) -> None:
-        """A chunk of a command's output; lines are completed across chunks."""
+        """A chunk of a command's output (or of the agent's streamed text); lines are
+        completed across chunks."""
         data = self._partial.pop(stream, "") + chunk.replace("\r\n", "\n")
         *lines, rest = data.split("\n")
-        prefix = w.OUTPUT_PREFIX.get(stream, "  ")
-        style = "warn" if stream == "stderr" else ""
         for part in lines:
-            self._push(TraceLine("output", prefix + printable(part, limit=w.LINE_LIMIT), style))
+            self._partial_line(stream, part)
         if len(rest) > 4 * w.LINE_LIMIT:  # a newline-less flood: show what there is
-            self._push(TraceLine("output", prefix + printable(rest, limit=w.LINE_LIMIT), style))
+            self._partial_line(stream, rest)
             rest = ""
         if rest:
             self._partial[stream] = rest
 
+    def _partial_line(self, stream: str, text: str) -> None:
+        if stream == STREAMED:
+            self._push(TraceLine("said", w.SAID_PREFIX + printable(text, limit=w.LINE_LIMIT)))
+            return
+        prefix = w.OUTPUT_PREFIX.get(stream, "  ")
+        style = "warn" if stream == "stderr" else ""
+        self._push(TraceLine("output", prefix + printable(text, limit=w.LINE_LIMIT), style))
+
     def _end_output(self) -> None:
         """Unfinished output lines end when the command ends or anything else happens."""
         for stream, rest in list(self._partial.items()):
-            prefix = w.OUTPUT_PREFIX.get(stream, "  ")
-            style = "warn" if stream == "stderr" else ""
-            self._push(TraceLine("output", prefix + printable(rest, limit=w.LINE_LIMIT), style))
+            self._partial_line(stream, rest)
         self._partial.clear()

@@ -128,7 +128,7 @@ def done_line(ev: AgentCommandDone) -> str:
 
 
 def model_call_line(ev: ModelCallMade) -> str:
-    """One line per model call; its bodies are in the run's model_calls.json."""
+    """One line per model call; its bodies are in the run's model_calls.jsonl."""
     tokens = f"{ev.tokens_in}→{ev.tokens_out} tokens"
     cost = f" · ${ev.cost:.4f}" if ev.cost is not None else ""
     tools = f" · calls {', '.join(ev.tool_calls)}" if ev.tool_calls else ""

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from icae_tui.domain.agent import Limits
 from icae_tui.domain.results import CaseResult, Score
 from icae_tui.domain.states import (
     AnsweredBy,
@@ -42,6 +43,7 @@ class RunStarted(Event):
     # ids only (never content): what the level's records are, for interaction metrics
     task_records: list[str] = Field(default_factory=list)
     generic_records: list[str] = Field(default_factory=list)
+    limits: Limits = Limits()  # the agent's: what the header counts its usage against
 
 
 class PhaseChanged(Event):
@@ -61,6 +63,15 @@ class Progress(Event):
 
 class AgentSaid(Event):
     kind: Literal["agent_said"] = "agent_said"
+    text: str
+    streamed: bool = False  # its text came before as AgentStreamed pieces
+
+
+class AgentStreamed(Event):
+    """A piece of the agent's reply as the model streams it (coalesced to lines or a few
+    dozen characters); the whole reply follows as AgentSaid(streamed=True)."""
+
+    kind: Literal["agent_streamed"] = "agent_streamed"
     text: str
 
 
@@ -106,7 +117,7 @@ class AgentCommandDone(Event):
 
 class ModelCallMade(Event):
     """One model call of the agent, through the run's gateway (bodies are kept apart, in
-    the run's model_calls.json). kind: ok, agent_error, infra, limit, replay_divergence."""
+    the run's model_calls.jsonl). kind: ok, agent_error, infra, limit, replay_divergence."""
 
     kind: Literal["model_call"] = "model_call"
     index: int
@@ -248,6 +259,7 @@ AnyEvent = Annotated[
     | PhaseChanged
     | Progress
     | AgentSaid
+    | AgentStreamed
     | AgentWrote
     | AgentCommand
     | AgentOutput

@@ -116,12 +116,32 @@ class ModelCall(BaseModel):
 _CALLS = TypeAdapter(list[ModelCall])
 
 
+def dump_call(call: ModelCall) -> str:
+    """One call as a JSON line: a run's recording is appended a line per call, as it ends."""
+    return call.model_dump_json() + "\n"
+
+
 def dump_calls(calls: list[ModelCall]) -> str:
-    return _CALLS.dump_json(calls, indent=1).decode()
+    return "".join(dump_call(c) for c in calls)
 
 
 def load_calls(text: str | bytes) -> list[ModelCall]:
-    return _CALLS.validate_json(text)
+    """A recording: JSON lines (one call each), or a JSON array of calls. A last line cut
+    short by a crash is left out; a broken line elsewhere is an error."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    if text.lstrip().startswith("["):
+        return _CALLS.validate_json(text)
+    lines = [line for line in text.splitlines() if line.strip()]
+    calls = []
+    for i, line in enumerate(lines, 1):
+        try:
+            calls.append(ModelCall.model_validate_json(line))
+        except ValueError as err:
+            if i == len(lines) and not text.endswith("\n"):
+                break  # the write that was under way when the run died
+            raise ValueError(f"line {i}: {err}") from None
+    return calls
 
 
 def canonical(value: Any) -> str:

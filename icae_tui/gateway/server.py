@@ -299,7 +299,8 @@ class ModelGateway:
             if pending.strip():
                 await out.write(pending)
                 kept.append(pending.decode("utf-8", "replace"))
-            await out.write_eof()
+            # no write_eof here: aiohttp ends the response after the handler returns, so the
+            # call is recorded before the agent sees its reply end (a trace in call order)
         except Exception as err:  # upstream or agent side: the status is already sent
             call.kind = "infra"
             call.error = f"stream broke after it started: {type(err).__name__}: {err}"

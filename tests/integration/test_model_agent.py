@@ -20,12 +20,15 @@ from aiohttp import web
 from icae_tui.display.view import RunView
 from icae_tui.domain.events import (
     AgentCommandDone,
+    AgentSaid,
     AgentStopped,
+    AgentStreamed,
     ModelCallMade,
     QuestionAnswered,
 )
 from icae_tui.headless import PlainPrinter
 from icae_tui.run import Run, RunConfig
+from icae_tui.trajectory import build_trajectory
 from tests.conftest import FIXTURE_TASKS
 
 pytestmark = pytest.mark.docker
@@ -57,24 +60,65 @@ def _script() -> list[Any]:
     ]  # fmt: skip
 
 
+USAGE = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+
+
+def _chunks(step: dict[str, Any]) -> list[dict[str, Any]]:
+    """The reply as a server streams it: the text in small pieces, each tool call's id and
+    name first and its arguments in two fragments."""
+    deltas: list[dict[str, Any]] = [{"role": "assistant"}]
+    text = step.get("content") or ""
+    deltas += [{"content": text[i : i + 7]} for i in range(0, len(text), 7)]
+    for i, call in enumerate(step.get("tool_calls") or []):
+        args = call["function"]["arguments"]
+        half = len(args) // 2
+        deltas.append(
+            {
+                "tool_calls": [
+                    {
+                        "index": i,
+                        "id": call["id"],
+                        "type": "function",
+                        "function": {"name": call["function"]["name"], "arguments": ""},
+                    }
+                ]
+            }
+        )
+        deltas += [{"tool_calls": [{"index": i, "function": {"arguments": part}}]}
+                   for part in (args[:half], args[half:])]  # fmt: skip
+    chunks = [{"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+    chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    return chunks
+
+
 class Upstream:
     def __init__(self, script: list[Any]) -> None:
         self.script = list(script)
         self.requests: list[tuple[dict[str, str], dict[str, Any]]] = []
         self.base_url = ""
 
-    async def completions(self, request: web.Request) -> web.Response:
+    async def completions(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.requests.append((dict(request.headers), body))
         step = self.script.pop(0) if self.script else _tool("submit", '{"message": "x"}', "cz")
         if isinstance(step, int):
             return web.json_response({"error": {"message": "busy"}}, status=step,
                                      headers={"Retry-After": "0"})  # fmt: skip
+        if body.get("stream"):
+            resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await resp.prepare(request)
+            chunks = _chunks(step)
+            if (body.get("stream_options") or {}).get("include_usage"):
+                chunks.append({"choices": [], "usage": USAGE})
+            for chunk in chunks:
+                await resp.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            await resp.write(b"data: [DONE]\n\n")
+            return resp
         return web.json_response({
             "id": f"up-{len(self.requests)}", "object": "chat.completion", "created": 0,
             "model": body["model"],
             "choices": [{"index": 0, "message": step, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+            "usage": USAGE,
         })  # fmt: skip
 
 
@@ -95,11 +139,11 @@ async def upstream(script: list[Any]) -> AsyncIterator[Upstream]:
         await runner.cleanup()
 
 
-def _agents_file(tmp_path: Path, base_url: str, limits: str = "") -> Path:
+def _agents_file(tmp_path: Path, base_url: str, limits: str = "", extra: str = "") -> Path:
     path = tmp_path / "agents.toml"
     path.write_text(
         f'[agents.stub]\nkind = "model"\nmodel = "stub-model"\nbase_url = "{base_url}"\n'
-        f'api_key_env = "{KEY_VAR}"\n' + (f"limits = {{ {limits} }}\n" if limits else "")
+        f'api_key_env = "{KEY_VAR}"\n{extra}' + (f"limits = {{ {limits} }}\n" if limits else "")
     )
     return path
 
@@ -130,13 +174,28 @@ async def test_the_model_agent_builds_mini_through_the_gateway(
     assert [d.exit_code for d in done] == [0, 0]  # the write, then the text-only turn's test
     [stopped] = [e for e in events if isinstance(e, AgentStopped)]
     assert stopped.reason == "submitted" and stopped.steps == 5
+    # The text-only turn streamed into the trace in pieces, then whole; shown once.
+    streamed = [e.text for e in events if isinstance(e, AgentStreamed)]
+    [said] = [e for e in events if isinstance(e, AgentSaid)]
+    assert said.streamed and said.text.startswith("Let me try it.")
+    assert len(streamed) > 1 and "".join(streamed) == said.text
+    lines = [line.text for line in RunView.from_events(events).trace if line.kind == "said"]
+    assert lines.count("agent › Let me try it.") == 1
+    # The trajectory: each model call's figures on the agent step it led to, and the totals.
+    trajectory = build_trajectory(events)
+    metered = [s for s in trajectory["steps"] if "metrics" in s]
+    assert len(metered) == 5 and {s["source"] for s in metered} == {"agent"}
+    assert {s["model_name"] for s in metered} == {"stub-model"}
+    assert metered[0]["tool_calls"][0]["function_name"] == "ask_user"
+    assert trajectory["final_metrics"]["total_prompt_tokens"] == 500
+    assert trajectory["final_metrics"]["total_completion_tokens"] == 100
     # The malformed call was answered with what went wrong, and the model went on.
     fourth = up.requests[5][1]["messages"][-1]
     assert fourth["role"] == "tool" and "must be a JSON object" in fourth["content"]
     # The upstream saw the real key and the configured model; nothing else did.
     assert {h["Authorization"] for h, _ in up.requests} == {f"Bearer {KEY}"}
     assert {b["model"] for _, b in up.requests} == {"stub-model"}
-    stored = (store.artifacts_dir / run.run_id / "model_calls.json").read_text()
+    stored = (store.artifacts_dir / run.run_id / "model_calls.jsonl").read_text()
     assert KEY not in stored and KEY not in json.dumps([e.model_dump() for e in events])
 
     # Replayed from the recording, with no upstream at all: the same delivery and score.
@@ -157,26 +216,41 @@ async def test_the_model_agent_builds_mini_through_the_gateway(
     assert "model: 5 call(s) · 500→100 tokens · 2 upstream failure(s) retried" in out.getvalue()
 
 
+PRICED = "price_in_per_mtok = 1000.0\nprice_out_per_mtok = 1000.0\n"  # $0.12 a stub call
+
+
 @pytest.mark.parametrize(
-    ("limits", "reason"),
+    ("limits", "extra", "reason"),
     [
-        ("max_steps = 2", "step_limit"),
-        ("max_model_calls = 1", "model_limit"),
-        ("max_tokens = 150", "model_limit"),
+        ("max_steps = 2", "", "step_limit"),
+        ("max_model_calls = 1", "", "model_limit"),
+        ("max_tokens = 150", "", "model_limit"),
+        ("max_cost_usd = 0.2", PRICED, "model_limit"),
+        ("max_seconds = 1", "", "time_limit"),
     ],  # fmt: skip
 )
 async def test_each_limit_stops_the_agent_with_its_reason(
-    fixture_catalog, store, tmp_path, monkeypatch, limits, reason
+    fixture_catalog, store, tmp_path, monkeypatch, limits, extra, reason
 ):
     monkeypatch.setenv(KEY_VAR, KEY)
-    script = [_tool("bash", json.dumps({"command": "true"}), f"c{i}") for i in range(5)]
+    # Replies not streamed here: the other path of the agent and the gateway.
+    command = "sleep 60" if "seconds" in limits else "true"  # the time limit ends the sleep
+    script = [_tool("bash", json.dumps({"command": command}), f"c{i}") for i in range(5)]
     async with upstream(script) as up:
-        agents = _agents_file(tmp_path, up.base_url, limits)
+        agents = _agents_file(tmp_path, up.base_url, limits, extra + "stream = false\n")
         run, outcome = await _run(fixture_catalog, store, agents)
     assert outcome.status == "completed", outcome.error  # what is there is judged
-    [stopped] = [e for e in store.events(run.run_id) if isinstance(e, AgentStopped)]
+    events = store.events(run.run_id)
+    [stopped] = [e for e in events if isinstance(e, AgentStopped)]
     assert stopped.reason == reason, stopped
     assert not outcome.score.build_ok  # nothing was written: the build gate fails
+    assert not [e for e in events if isinstance(e, AgentStreamed)]
+    calls = [e for e in events if isinstance(e, ModelCallMade)]
+    if "cost" in limits:  # two calls spent $0.24, past $0.20: the third was refused
+        assert [c.cost for c in calls[:2]] == [0.12, 0.12]
+        assert calls[1].stop_reason and calls[2].call_kind == "limit"
+    started = next(e for e in events if e.kind == "run_started")
+    assert started.limits.model_dump(exclude_none=True).keys() >= {limits.split()[0]}
 
 
 async def test_missing_key_and_missing_recording_are_clear_failures(
