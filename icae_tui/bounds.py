@@ -42,6 +42,9 @@ from icae_tui.domain.events import (
     AgentCommandDone,
     AgentOutput,
     AgentSaid,
+    AgentStreamed,
+    AgentThought,
+    AgentToolUsed,
     AgentWrote,
     Event,
     EventsDropped,
@@ -62,7 +65,10 @@ CASE_BOUND_BYTES = (
     2 * (4 * DISPLAY_CAP * JSON_CHAR_MAX_BYTES + 2 * CHANGES_JSON_CAP) + 16 * 1024
 )  # one case's CaseFinished + ScoreUpdated, worst case
 
-_TRACE = (AgentOutput, AgentSaid, AgentWrote, AgentCommand, AgentCommandDone, Progress)
+_TRACE = (
+    AgentOutput, AgentSaid, AgentStreamed, AgentThought, AgentToolUsed, AgentWrote, AgentCommand,
+    AgentCommandDone, Progress,
+)  # fmt: skip
 
 
 def droppable(event: Event) -> bool:

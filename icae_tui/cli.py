@@ -242,7 +242,7 @@ def cmd_reap(args: argparse.Namespace) -> int:
 
 def cmd_agents(args: argparse.Namespace) -> int:
     """The configured agents, one a line, then their errors on stderr; 0 when one is ready."""
-    from icae_tui.agents.config import AgentState, ModelAgentConfig
+    from icae_tui.agents.config import AgentState, CommandAgentConfig
     from icae_tui.agents.registry import configured_agents
 
     config = configured_agents([Path(f) for f in args.agents or ()])
@@ -253,13 +253,13 @@ def cmd_agents(args: argparse.Namespace) -> int:
         s = entry.settings
         state = entry.state(os.environ)
         ready += state is AgentState.READY
-        if isinstance(s, ModelAgentConfig):
-            target = f"{s.model} @ {s.base_url or '(no endpoint)'}"
-        else:
-            target = f"{s.run} ({s.parser})"
+        target = f"{s.model} @ {s.base_url or '(no endpoint)'}"
         shown_state = str(state)
-        if state is AgentState.MISSING_KEY and isinstance(s, ModelAgentConfig):
+        if state is AgentState.MISSING_KEY:
             shown_state = f"{state} {s.api_key_env}"
+        if isinstance(s, CommandAgentConfig):
+            target = f"{s.parser} · {target}"
+            shown_state += " · installs on first run"
         where = str(entry.source) if entry.line is None else f"{entry.source}:{entry.line}"
         print(f"{printable(entry.name, limit=40):<22} {entry.kind:<8} "
               f"{printable(target, limit=60):<44} {printable(shown_state):<34} "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import secrets
 import time
@@ -20,6 +21,7 @@ from pathlib import Path
 import aiodocker
 
 from icae_tui.agents.base import Agent, AgentError, AgentStop, Limits
+from icae_tui.agents.command_agent import CommandAgent
 from icae_tui.agents.endpoint import GatewayEndpoint
 from icae_tui.agents.model_agent import ModelAgent
 from icae_tui.agents.registry import make_agent
@@ -62,6 +64,8 @@ from icae_tui.gateway import (
 )
 from icae_tui.gateway import serving as gateway_serving
 from icae_tui.runlog import Display, RunLog
+from icae_tui.sandbox.agent_images import ensure_agent_image
+from icae_tui.sandbox.containers import Limits as BoxLimits
 from icae_tui.sandbox.containers import complete_despite_cancel, create_container
 from icae_tui.sandbox.engine import EngineUnavailable, connect, is_engine_error
 from icae_tui.sandbox.images import ImageBuildError, TaskImages, ensure_task_images
@@ -305,6 +309,7 @@ class Run:
     ) -> None:
         cfg, task = self.config, self.config.task
         workspace = task.spec.delivery.workspace
+        image = await self._agent_image(docker, agent, images.agent)
         async with (
             ClarificationChannel(self.desk, self.budget, self.emit) as channel,
             serving(channel) as ask_server,  # closed first: then the final count
@@ -312,14 +317,15 @@ class Run:
         ):
             binds = [ask_server.bind] + ([gateway.bind] if gateway is not None else [])
             agent_box = await create_container(
-                docker, images.agent, run_id=self.run_id, role="agent",
-                workdir=workspace, binds=binds,
+                docker, image, run_id=self.run_id, role="agent",
+                workdir=workspace, binds=binds, limits=_box_limits(agent),
             )  # fmt: skip
             try:
                 await agent_box.put_files({ASK_TOOL: icae_ask_script()}, mode=0o755)
                 session = AgentSession(
                     self.emit, agent_box, workspace, channel,
                     secret_env=cfg.secret_env, limits=agent.limits,
+                    records_dir=self.log.report_path.parent,
                 )  # fmt: skip
                 if gateway is not None:
                     session.extra_env = await start_model_proxy(agent_box, gateway)
@@ -360,11 +366,25 @@ class Run:
         await self.emit(AgentSubmitted(message=final[:SUBMISSION_CHARS]))
         await self.emit(AgentStopped(reason=StopReason.SUBMITTED, steps=session.steps))
 
+    async def _agent_image(self, docker: aiodocker.Docker, agent: Agent, base: str) -> str:
+        """The task's agent image, with a CLI agent installed into it (built once)."""
+        if not isinstance(agent, CommandAgent):
+            return base
+        s = agent.settings
+        loop = asyncio.get_running_loop()
+
+        def progress(message: str) -> None:
+            loop.create_task(self.emit(Progress(message=message)))
+
+        image = await ensure_agent_image(docker, base, agent.name, s.version, s.install, progress)
+        await asyncio.sleep(0)  # let queued progress events land in order
+        return image
+
     def _model_gateway(self, agent: Agent) -> contextlib.AbstractAsyncContextManager:
-        """The run's model gateway for a model agent (no gateway for scripted agents): the
-        configured endpoint, or the recorded calls of `model_replay`; its calls are events,
-        and each is appended to the run's model_calls.jsonl as it ends."""
-        if not isinstance(agent, ModelAgent):
+        """The run's model gateway for a model or command agent (none for scripted agents):
+        the configured endpoint, or the recorded calls of `model_replay`; its calls are
+        events, and each is appended to the run's model_calls.jsonl as it ends."""
+        if not isinstance(agent, ModelAgent | CommandAgent):
             return contextlib.nullcontext(None)
         s = agent.settings
         config = GatewayConfig(
@@ -446,6 +466,18 @@ class Run:
         await self.emit(PhaseChanged(phase=Phase.SCORE))
         final = score(results, planned=len(refs))
         return RunOutcome(self.run_id, RunStatus.COMPLETED, final, results=results)
+
+
+def _box_limits(agent: Agent) -> BoxLimits:
+    """The agent container's bounds: a CLI agent's entry may give it more memory or pids."""
+    if not isinstance(agent, CommandAgent):
+        return BoxLimits()
+    s, default = agent.settings, BoxLimits()
+    return dataclasses.replace(
+        default,
+        memory_bytes=s.memory_mb * 2**20 if s.memory_mb else default.memory_bytes,
+        pids=s.pids or default.pids,
+    )
 
 
 async def _explain_failure(err: Exception, phase: str) -> str:

@@ -5,8 +5,11 @@ agent. The mapping:
 
 - the PRD the agent was given is the first `user` step;
 - what the agent says, each command (a `shell` tool call whose observation is its output and
-  exit), each file it writes (`write_file`), each question it asks (`ask_user`) and its final
-  message are `agent` steps;
+  exit), each file it writes (`write_file`), each question it asks (`ask_user`), each other
+  tool of its own (a tool call of that tool's name, its input summary as `detail`), its
+  reasoning (an empty message with the text in `reasoning_content`) and its final message
+  are `agent` steps; output outside any command (a CLI agent's own stdout) is an agent step
+  too, consecutive chunks of one stream in one step;
 - each answer to a question is a `user` step (who answered and from which records in
   `extra`): clarification turns are the user's side of the conversation;
 - each model call's figures (model, tokens in/out, cost) go on the next agent step as ATIF
@@ -34,6 +37,8 @@ from icae_tui.domain.events import (
     AgentSaid,
     AgentStopped,
     AgentSubmitted,
+    AgentThought,
+    AgentToolUsed,
     AgentWrote,
     BuildChecked,
     Event,
@@ -49,6 +54,7 @@ from icae_tui.domain.events import (
 
 SCHEMA_VERSION = "ATIF-v1.4"
 OUTPUT_CHARS = 64 * 1024  # of one command's output in its observation
+_CUT = "\n[… output cut in the trajectory …]"
 
 
 def _tool_version() -> str:
@@ -67,6 +73,7 @@ class _Builder:
         self.steps: list[dict[str, Any]] = []
         self.open_command: dict[str, Any] | None = None  # a shell step awaiting its output
         self.output: list[str] = []
+        self.stray: dict[str, Any] | None = None  # the step collecting output outside commands
         self.model_call: ModelCallMade | None = None  # its figures go on the next agent step
         self.totals = {"prompt": 0, "completion": 0, "cost": None}
 
@@ -102,12 +109,23 @@ class _Builder:
         self.step(ev, "agent", message, tool_calls=calls)
         return call_id
 
+    def stray_output(self, ev: AgentOutput) -> None:
+        """Output with no command open: a CLI agent's own stdout, one step per run of one
+        stream (cut at OUTPUT_CHARS like a command's)."""
+        step = self.stray
+        if step is None or step["extra"]["stream"] != ev.stream.value:
+            step = self.step(ev, "agent", "", extra={"stream": ev.stream.value})
+            self.stray = step
+        room = OUTPUT_CHARS - len(step["message"])
+        if room > 0:
+            step["message"] += ev.text[:room] + (_CUT if len(ev.text) > room else "")
+
     def close_command(self, done: AgentCommandDone | None) -> None:
         if self.open_command is None:
             return
         text = "".join(self.output)
         if len(text) > OUTPUT_CHARS:
-            text = text[:OUTPUT_CHARS] + "\n[… output cut in the trajectory …]"
+            text = text[:OUTPUT_CHARS] + _CUT
         call_id = self.open_command["tool_calls"][0]["tool_call_id"]
         self.open_command["observation"] = {
             "results": [{"source_call_id": call_id, "content": text}]
@@ -140,6 +158,8 @@ def build_trajectory(events: list[Event]) -> dict[str, Any]:
     for ev in events:
         if not isinstance(ev, AgentOutput | AgentCommandDone):
             b.close_command(None)  # a command whose end was never stored
+        if not isinstance(ev, AgentOutput):
+            b.stray = None
         match ev:
             case RunStarted():
                 started = ev
@@ -151,12 +171,20 @@ def build_trajectory(events: list[Event]) -> dict[str, Any]:
             case AgentCommand():
                 b.call(ev, "shell", {"command": ev.command})
                 b.open_command = b.steps[-1]
+            case AgentOutput() if b.open_command is None:
+                b.stray_output(ev)
             case AgentOutput():
                 b.output.append(ev.text)
             case AgentCommandDone():
                 b.close_command(ev)
             case AgentWrote():
                 b.call(ev, "write_file", {"path": ev.path, "size": ev.size})
+            case AgentThought():
+                b.step(ev, "agent", "", reasoning_content=ev.text)
+            case AgentToolUsed():
+                b.call(ev, ev.tool, {"detail": ev.detail})
+                if ev.ok is not None:
+                    b.steps[-1]["extra"] = {"ok": ev.ok}
             case QuestionAsked():
                 b.call(ev, "ask_user", {"question": ev.text}, message=ev.text)
                 b.steps[-1]["extra"] = {"question_id": ev.question_id, "via": ev.via}

@@ -176,6 +176,7 @@ BROKEN = {
         """
         [agents.broken]
         kind = "command"
+        model = "m"
         run = "agent --task {task}"
         limits = { max_tokens = 0 }
         """,
@@ -197,6 +198,7 @@ BROKEN = {
         """
         [agents.broken]
         kind = "command"
+        model = "m"
         """,
         "[agents.broken]",
         "agents.broken.run",
@@ -206,6 +208,7 @@ BROKEN = {
         """
         [agents.broken]
         kind = "command"
+        model = "m"
         run = "x"
         parser = "json"
         """,
@@ -234,7 +237,7 @@ def test_broken_entry_is_located_and_the_others_load(tmp_path, env, case):
         tmp_path / "agents.toml",
         READY_AGENT
         + textwrap.dedent(broken)
-        + '\n[agents.after]\nkind = "command"\nrun = "aider --yes"\nparser = "aider"\n',
+        + '\n[agents.after]\nkind = "command"\nmodel = "m"\nrun = "aider --yes"\nparser = "aider"\n',
     )
     config = load_agent_config([path], environ=env)
     [err] = config.errors
@@ -317,17 +320,19 @@ def test_states_follow_the_environment(tmp_path, env, monkeypatch):
         READY_AGENT
         + 'api_key_env = "ICAE_TEST_KEY"\n'
         + '[agents.nokey]\nkind = "model"\nmodel = "m"\nbase_url = "http://h:11434/v1"\n'
-        + '[agents.cli]\nkind = "command"\nrun = "claude -p {prompt}"\nenv = ["ANTHROPIC_API_KEY"]\n'
-        + 'parser = "claude-stream-json"\n',
+        + '[agents.cli]\nkind = "command"\nmodel = "m"\nrun = "claude -p {prompt_file}"\n'
+        + 'env = ["ANTHROPIC_API_KEY"]\nparser = "claude-stream-json"\n',
     )
     config = load_agent_config([path], environ=env)
     assert config.errors == []
     states = lambda: {n: e.state(os.environ) for n, e in config.agents.items()}  # noqa: E731
-    assert states() == {
+    shipped = {"mini-swe-agent", "claude-code", "codex", "aider"}  # all need an endpoint
+    assert {states()[n] for n in shipped} == {AgentState.NEEDS_ENDPOINT}
+    assert {n: s for n, s in states().items() if n not in shipped} == {
         "openai-compatible": AgentState.NEEDS_ENDPOINT,
         "local": AgentState.MISSING_KEY,
         "nokey": AgentState.READY,
-        "cli": AgentState.INSTALL_PENDING,
+        "cli": AgentState.NEEDS_ENDPOINT,  # command agents' models go through the gateway too
     }
     monkeypatch.setenv("ICAE_TEST_KEY", "")
     assert states()["local"] is AgentState.MISSING_KEY  # empty is unset
@@ -350,7 +355,8 @@ def test_scripted_specs_work_as_before_and_configured_agents_are_listed(
         make_agent("local:x", task)
     path = write(tmp_path / "a.toml", READY_AGENT)
     config = configured_agents([path])
-    assert list(config.agents) == ["openai-compatible", "local"]
+    assert list(config.agents) == ["openai-compatible", "mini-swe-agent", "claude-code", "codex",
+                                   "aider", "local"]  # fmt: skip
 
 
 # --- icae agents ---------------------------------------------------------------------------
@@ -370,7 +376,7 @@ def test_icae_agents_lists_states_sources_and_errors(tmp_path, env, capsys, monk
     write(user_file(tmp_path), READY_AGENT + 'api_key_env = "ICAE_TEST_KEY"\n')
     extra = write(
         tmp_path / "extra.toml",
-        '[agents.cli]\nkind = "command"\nrun = "aider"\n[agents.bad]\nkind = "model"\nmodel = 5\n',
+        '[agents.cli]\nkind = "command"\nrun = "aider"\nmodel = "m"\n[agents.bad]\nkind = "model"\nmodel = 5\n',
     )
     assert main(["--agents", str(extra), "agents"]) == 1  # local lacks its key
     out, err = capsys.readouterr()
@@ -378,8 +384,8 @@ def test_icae_agents_lists_states_sources_and_errors(tmp_path, env, capsys, monk
     assert "missing key variable ICAE_TEST_KEY" in local
     assert f"{user_file(tmp_path)}:1" in local
     [cli] = [line for line in out.splitlines() if line.startswith("cli")]
-    assert "install pending" in cli and f"{extra}:1" in cli
-    assert f"{extra}:6: agents.bad.model: Input should be a valid string" in err
+    assert "needs an endpoint" in cli and "installs on first run" in cli and f"{extra}:1" in cli
+    assert f"{extra}:7: agents.bad.model: Input should be a valid string" in err
 
     monkeypatch.setenv("ICAE_TEST_KEY", "secret")
     assert main(["--agents", str(extra), "agents"]) == 0

@@ -11,6 +11,8 @@ from icae_tui.domain.events import (
     AgentOutput,
     AgentSaid,
     AgentSubmitted,
+    AgentThought,
+    AgentToolUsed,
     AgentWrote,
     BuildChecked,
     QuestionAnswered,
@@ -83,6 +85,38 @@ def test_clarification_turns_are_user_steps_and_commands_are_tool_calls():
     assert t["final_metrics"]["extra"]["score"]["overall"] == 1.0
     assert steps[0]["timestamp"] == "2023-11-14T22:13:21Z"
     json.dumps(t)  # serialisable as is
+
+
+def test_thoughts_own_tools_and_output_outside_commands_are_agent_steps():
+    events = [
+        RunStarted(task_id="mini", task_title="t", agent="claude", level="L1",
+                   responder="simulated", budget=3, prd="Build a tool."),
+        AgentThought(text="Read the spec first."),
+        AgentToolUsed(tool="Read", detail="/workspace/spec.md", ok=True),
+        AgentToolUsed(tool="web_search", detail="argparse subcommands"),
+        AgentOutput(stream="stdout", text="agent log 1\n"),  # a plain CLI agent's own stdout
+        AgentOutput(stream="stdout", text="agent log 2\n"),
+        AgentOutput(stream="stderr", text="warning\n"),
+        AgentCommand(command="ls"),
+        AgentOutput(stream="stdout", text="spec.md\n"),
+        AgentCommandDone(command="ls", exit_code=0, duration_s=0.0),
+    ]  # fmt: skip
+    for seq, ev in enumerate(events, 1):
+        ev.run_id, ev.seq, ev.ts = "r1", seq, 1_700_000_000.0 + seq
+    steps = build_trajectory(events)["steps"]
+    thought = steps[1]
+    assert (thought["source"], thought["message"]) == ("agent", "")
+    assert thought["reasoning_content"] == "Read the spec first."
+    [read] = steps[2]["tool_calls"]
+    assert read["function_name"] == "Read" and read["arguments"] == {"detail": "/workspace/spec.md"}
+    assert steps[2]["extra"] == {"ok": True}
+    assert steps[3]["tool_calls"][0]["function_name"] == "web_search"
+    assert "extra" not in steps[3]  # the agent did not say how it went
+    assert (steps[4]["source"], steps[4]["message"]) == ("agent", "agent log 1\nagent log 2\n")
+    assert steps[4]["extra"] == {"stream": "stdout"}
+    assert (steps[5]["message"], steps[5]["extra"]) == ("warning\n", {"stream": "stderr"})
+    assert steps[6]["observation"]["results"][0]["content"] == "spec.md\n"  # nothing leaked in
+    assert len(steps) == 7
 
 
 def test_export_from_the_cli_and_a_missing_run(tmp_path, capsys):

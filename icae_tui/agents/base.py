@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from icae_tui.domain.agent import AgentStop, CommandResult, Limits
 from icae_tui.domain.events import Event
+from icae_tui.domain.states import Stream
 
 __all__ = [
     "Agent",
@@ -25,9 +26,11 @@ __all__ = [
     "CommandResult",
     "Limits",
     "OnDelta",
+    "OnOutput",
 ]
 
 OnDelta = Callable[[str], Awaitable[None]]  # a piece of the reply's text, as it streams in
+OnOutput = Callable[[Stream, bytes], Awaitable[None]]  # a chunk of a quiet command's output
 
 
 class AgentError(RuntimeError):
@@ -62,9 +65,37 @@ class AgentContext(Protocol):
 
     async def say(self, text: str, *, streamed: bool = False) -> None: ...
 
-    async def run(self, command: str, timeout_s: float = 60.0) -> CommandResult: ...
+    async def run(
+        self,
+        command: str,
+        timeout_s: float = 60.0,
+        *,
+        env: dict[str, str] | None = None,
+        on_output: OnOutput | None = None,
+        flood_bytes: int | None = None,
+    ) -> CommandResult:
+        """Run a command in the workspace. With `on_output` it is quiet: no command events,
+        its output goes to `on_output` (a CLI agent's native log, which its parser turns
+        into events). Past `flood_bytes` of output it is stopped (`CommandResult.flooded`)."""
+        ...
 
-    async def write(self, path: str, content: str, mode: int = 0o644) -> None: ...
+    async def read(self, path: str, limit: int) -> bytes | None:
+        """A file of the container (its first `limit` bytes), None when there is none."""
+        ...
+
+    async def keep(self, name: str, data: bytes, *, append: bool = False) -> None:
+        """Keep a raw log beside the run's records (e.g. a CLI agent's native output)."""
+        ...
+
+    def remaining_s(self) -> float | None:
+        """Seconds left before the time limit (None: no limit)."""
+        ...
+
+    async def write(
+        self, path: str, content: str, mode: int = 0o644, *, quiet: bool = False
+    ) -> None:
+        """Write a file; `quiet` for the run's own files (a prompt, a config): no event."""
+        ...
 
     async def ask(self, question: str) -> str: ...
 

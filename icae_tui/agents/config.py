@@ -43,8 +43,8 @@ DEFAULTS_FILE = Path(__file__).with_name("defaults.toml")
 
 class AgentKind(StrEnum):
     SCRIPTED = "scripted"  # a task's solutions/ folder: `scripted:<solution>`, never in TOML
-    MODEL = "model"  # the built-in model-driven agent (to come)
-    COMMAND = "command"  # a CLI agent installed and run in the sandbox (to come)
+    MODEL = "model"  # the built-in model-driven agent
+    COMMAND = "command"  # a CLI agent installed and run in the sandbox
 
 
 DECLARABLE_KINDS = (AgentKind.MODEL, AgentKind.COMMAND)
@@ -62,7 +62,6 @@ class AgentState(StrEnum):
     READY = "ready"
     NEEDS_ENDPOINT = "needs an endpoint"
     MISSING_KEY = "missing key variable"
-    INSTALL_PENDING = "install pending"  # command agents: installing them comes later
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -84,25 +83,31 @@ def _env_name(value: str) -> str:
 EnvName = Annotated[str, Field(strict=True), AfterValidator(_env_name)]
 
 
-class ModelAgentConfig(BaseModel):
-    """The built-in agent driven by a model behind an OpenAI-compatible endpoint."""
+class WireApi(StrEnum):
+    """What an upstream model endpoint speaks."""
+
+    CHAT = "chat"  # OpenAI Chat Completions
+    MESSAGES = "messages"  # Anthropic Messages
+    RESPONSES = "responses"  # OpenAI Responses
+
+
+class EndpointConfig(BaseModel):
+    """The upstream model endpoint of an agent: every call goes through the run's gateway,
+    which forces `model`, adds the key read from `api_key_env` and counts the cost."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: Literal[AgentKind.MODEL] = AgentKind.MODEL
     model: NonEmpty
     base_url: Annotated[str, Field(strict=True, pattern=r"^https?://\S+$")] | None = None
     api_key_env: EnvName | None = None
-    temperature: Annotated[float, Field(strict=True, ge=0, le=2)] | None = None
-    prompts: NonEmpty | None = None  # a folder with system.md / instance.md to use instead
-    stream: bool = True  # ask for streamed replies: tokens show in the trace as they come
+    wire_api: WireApi = WireApi.CHAT  # what the upstream speaks
     # prices in USD per million tokens: the cost of each call, and what max_cost_usd counts
     price_in_per_mtok: Price | None = None
     price_out_per_mtok: Price | None = None
     limits: Limits = Limits()
 
     @model_validator(mode="after")
-    def _cost_limit_needs_prices(self) -> ModelAgentConfig:
+    def _cost_limit_needs_prices(self) -> EndpointConfig:
         if self.limits.max_cost_usd is not None and (
             self.price_in_per_mtok is None or self.price_out_per_mtok is None
         ):
@@ -112,18 +117,45 @@ class ModelAgentConfig(BaseModel):
             )
         return self
 
+    def endpoint_state(self, environ: Mapping[str, str]) -> AgentState:
+        if self.base_url is None:
+            return AgentState.NEEDS_ENDPOINT
+        if self.api_key_env is not None and not environ.get(self.api_key_env):
+            return AgentState.MISSING_KEY
+        return AgentState.READY
 
-class CommandAgentConfig(BaseModel):
-    """A CLI agent: shell lines that install it, a command template that runs it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class ModelAgentConfig(EndpointConfig):
+    """The built-in agent driven by a model behind an OpenAI-compatible endpoint."""
+
+    kind: Literal[AgentKind.MODEL] = AgentKind.MODEL
+    temperature: Annotated[float, Field(strict=True, ge=0, le=2)] | None = None
+    prompts: NonEmpty | None = None  # a folder with system.md / instance.md to use instead
+    stream: bool = True  # ask for streamed replies: tokens show in the trace as they come
+
+
+class CommandAgentConfig(EndpointConfig):
+    """A CLI agent run inside the agent's container.
+
+    `install` lines run once, in a build container where the package registries are
+    reachable, and the result is kept as an image per agent, version and base image; the
+    run itself has no network. `run` is a command template (see `command_agent.PLACEHOLDERS`:
+    {prompt_file}, {workspace}, {model}, {openai_base_url}, {anthropic_base_url}, {log_dir},
+    {budget}, {version}); `resume` (optional) continues the agent after a clarification
+    found in its reply, for agents that cannot run `icae-ask` themselves (Aider)."""
 
     kind: Literal[AgentKind.COMMAND] = AgentKind.COMMAND
+    version: NonEmpty = "latest"  # {version} in the install lines; part of the image's tag
     install: list[NonEmpty] = []
     run: NonEmpty
+    resume: NonEmpty | None = None
     env: list[EnvName] = []  # names of host variables passed through, never values
-    limits: Limits = Limits()
+    vars: dict[str, Annotated[str, Field(strict=True)]] = {}  # fixed, non-secret settings
+    files: dict[NonEmpty, Annotated[str, Field(strict=True)]] = {}  # path → template text
     parser: TraceParser = TraceParser.PLAIN
+    prompt: NonEmpty | None = None  # a template file instead of prompts/command.md
+    memory_mb: Annotated[int, Field(strict=True, ge=256)] | None = None  # the container's
+    pids: Annotated[int, Field(strict=True, ge=64)] | None = None
 
 
 AgentSettings = ModelAgentConfig | CommandAgentConfig
@@ -147,14 +179,7 @@ class AgentEntry:
         return self.settings.kind
 
     def state(self, environ: Mapping[str, str]) -> AgentState:
-        s = self.settings
-        if isinstance(s, CommandAgentConfig):
-            return AgentState.INSTALL_PENDING
-        if s.base_url is None:
-            return AgentState.NEEDS_ENDPOINT
-        if s.api_key_env is not None and not environ.get(s.api_key_env):
-            return AgentState.MISSING_KEY
-        return AgentState.READY
+        return self.settings.endpoint_state(environ)
 
 
 @dataclass(frozen=True)
@@ -178,6 +203,7 @@ class AgentConfig:
     agents: dict[str, AgentEntry] = field(default_factory=dict)
     errors: list[ConfigError] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)  # the files that were read
+    raw: dict[str, dict[str, Any]] = field(default_factory=dict)  # valid entries, for `extends`
 
 
 # --- where keys are in a file's text -------------------------------------------------------
@@ -312,7 +338,11 @@ def parse_text(path: Path, text: str, into: AgentConfig) -> None:
         )
         return
     for name, raw in agents.items():
-        settings, problems = parse_entry(name, raw)
+        raw, problems = _extended(raw, into.raw)
+        if not problems:
+            settings, problems = parse_entry(name, raw)
+        else:
+            settings = None
         entry_path = ("agents", name)
         for loc, message in problems:
             str_loc = [str(p) for p in loc]
@@ -326,8 +356,30 @@ def parse_text(path: Path, text: str, into: AgentConfig) -> None:
             )
         if settings is None:
             into.agents.pop(name, None)  # a broken override hides the entry it replaced
+            into.raw.pop(name, None)
         else:
             into.agents[name] = AgentEntry(name, settings, path, locate(lines, entry_path))
+            into.raw[name] = raw
+
+
+def _extended(raw: Any, known: Mapping[str, dict[str, Any]]) -> tuple[Any, list[tuple[tuple, str]]]:
+    """`extends = "<entry>"`: the named entry's settings (declared before this one: in the
+    defaults, the user's file or an earlier file) with this entry's on top; tables such as
+    `limits` and `vars` are merged key by key."""
+    if not isinstance(raw, dict) or "extends" not in raw:
+        return raw, []
+    own = {k: v for k, v in raw.items() if k != "extends"}
+    base_name = raw["extends"]
+    if not isinstance(base_name, str) or base_name not in known:
+        names = ", ".join(sorted(known)) or "none"
+        return raw, [(("extends",), f"no earlier entry {base_name!r} to extend (known: {names})")]
+    merged = dict(known[base_name])
+    for key, value in own.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}
+        else:
+            merged[key] = value
+    return merged, []
 
 
 # --- reading the files ---------------------------------------------------------------------

@@ -7,12 +7,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from icae_tui.agents.base import Agent, AgentError
-from icae_tui.agents.config import AgentConfig, AgentKind, ModelAgentConfig, load_agent_config
+from icae_tui.agents.command_agent import CommandAgent
+from icae_tui.agents.config import (
+    AgentConfig,
+    AgentKind,
+    CommandAgentConfig,
+    ModelAgentConfig,
+    load_agent_config,
+)
 from icae_tui.agents.model_agent import ModelAgent
 from icae_tui.agents.scripted import ScriptedAgent
 from icae_tui.domain.task import Task
 
-KINDS = ("scripted", "model")
+KINDS = ("scripted", "model", "command")
 
 
 def available_agents(task: Task) -> list[str]:
@@ -38,20 +45,23 @@ def make_agent(
         if not name:
             raise AgentError(f"agent {spec!r}: name a solution, e.g. scripted:good")
         return ScriptedAgent.for_task(task, name, pace_s=pace_s)
-    if kind == "model":
-        return _model_agent(spec, name, agent_files)
+    if kind in (AgentKind.MODEL, AgentKind.COMMAND):
+        return _configured_agent(spec, AgentKind(kind), name, agent_files)
     raise AgentError(f"agent {spec!r}: unknown kind {kind!r} (known: {', '.join(KINDS)})")
 
 
-def _model_agent(spec: str, name: str, agent_files: Sequence[Path]) -> Agent:
+def _configured_agent(spec: str, kind: AgentKind, name: str, agent_files: Sequence[Path]) -> Agent:
     config = load_agent_config(agent_files)
     entry = config.agents.get(name)
-    if entry is None or not isinstance(entry.settings, ModelAgentConfig):
-        models = [n for n, e in config.agents.items() if e.kind is AgentKind.MODEL]
-        known = ", ".join(models) or "none"
+    if entry is None or entry.kind is not kind:
+        same = [n for n, e in config.agents.items() if e.kind is kind]
+        known = ", ".join(same) or "none"
         broken = [str(err) for err in config.errors if f"agents.{name}" in (err.field or "")]
         why = f" ({'; '.join(broken)})" if broken else ""
         raise AgentError(
-            f"agent {spec!r}: no model agent {name!r} configured{why} (known: {known})"
+            f"agent {spec!r}: no {kind} agent {name!r} configured{why} (known: {known})"
         )
+    if isinstance(entry.settings, CommandAgentConfig):
+        return CommandAgent(spec, entry.settings)
+    assert isinstance(entry.settings, ModelAgentConfig)
     return ModelAgent(spec, entry.settings)

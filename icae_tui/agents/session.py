@@ -13,10 +13,11 @@ import codecs
 import contextlib
 import os
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import aiodocker
 
-from icae_tui.agents.base import ChatEndpoint
+from icae_tui.agents.base import ChatEndpoint, OnOutput
 from icae_tui.domain.agent import AgentStop, CommandResult, Limits
 from icae_tui.domain.events import (
     AgentCommand,
@@ -28,7 +29,7 @@ from icae_tui.domain.events import (
 )
 from icae_tui.domain.states import StopReason, Stream
 from icae_tui.evaluation.sides import kill_extras
-from icae_tui.sandbox.containers import Container
+from icae_tui.sandbox.containers import Container, ExecResult
 from icae_tui.sandbox.hostview import HostView, process_state
 from icae_tui.users.channel import ClarificationChannel
 
@@ -39,6 +40,7 @@ TRACE_CAP_PER_COMMAND = 256 * 1024  # bytes of one command's output shown in the
 # started on purpose); a detached fork bomb changes until it hits the pids limit.
 LEFTOVER_SETTLE_S = 0.25
 LEFTOVER_PATIENCE_S = 5.0
+QUIET_KEEP_BYTES = 1024 * 1024  # of a quiet command's output kept in its result (it streams)
 
 
 class AgentSession:
@@ -53,6 +55,7 @@ class AgentSession:
         *,
         secret_env: tuple[str, ...] = (),
         limits: Limits | None = None,
+        records_dir: Path | None = None,
     ) -> None:
         self._emit = emit
         self._secret_env = secret_env
@@ -60,6 +63,7 @@ class AgentSession:
         self.workspace = workspace
         self.channel = channel
         self.limits = limits = limits or Limits()
+        self.records_dir = records_dir  # where raw logs are kept beside the run's records
         self.steps = 0
         self._deadline = (
             asyncio.get_running_loop().time() + limits.max_seconds if limits.max_seconds else None
@@ -123,19 +127,32 @@ class AgentSession:
         answer = await self.channel.ask(question)
         return f"{answer.text}\n[{answer.remaining} question(s) left]"
 
-    async def write(self, path: str, content: str, mode: int = 0o644) -> None:
+    async def write(
+        self, path: str, content: str, mode: int = 0o644, *, quiet: bool = False
+    ) -> None:
         data = content.encode()
         await self.box.put_files({path: data}, mode=mode)
-        await self._emit(AgentWrote(path=path, size=len(data)))
+        if not quiet:
+            await self._emit(AgentWrote(path=path, size=len(data)))
 
-    async def run(self, command: str, timeout_s: float = 60.0) -> CommandResult:
+    async def run(
+        self,
+        command: str,
+        timeout_s: float = 60.0,
+        *,
+        env: dict[str, str] | None = None,
+        on_output: OnOutput | None = None,
+        flood_bytes: int | None = None,
+    ) -> CommandResult:
+        if on_output is not None:
+            return await self._quiet(command, timeout_s, env or {}, on_output, flood_bytes)
         await self._emit(AgentCommand(command=command))
         decoders = {
             s: codecs.getincrementaldecoder("utf-8")("replace") for s in ("stdout", "stderr")
         }
         shown = 0
 
-        async def on_output(stream: str, chunk: bytes) -> None:
+        async def traced(stream: str, chunk: bytes) -> None:
             nonlocal shown
             if shown >= TRACE_CAP_PER_COMMAND:
                 return
@@ -147,14 +164,13 @@ class AgentSession:
             if text:
                 await self._emit(AgentOutput(stream=Stream(stream), text=text))
 
-        secrets = {k: os.environ[k] for k in self._secret_env if k in os.environ}
-        secrets |= self.extra_env
         view = await self._host_view()
         before = (view.procs() or set()) if view else set()
         hits = view.pids_limit_hits() if view else 0
         res = await self.box.exec(
-            command, timeout_s=timeout_s, workdir=self.workspace, on_output=on_output, env=secrets
-        )
+            command, timeout_s=timeout_s, workdir=self.workspace, on_output=traced,
+            env=self._env(env), kill_after_bytes=flood_bytes,
+        )  # fmt: skip
         capped, left, killed = (
             await self._aftermath(view, before, hits) if view else (False, 0, False)
         )
@@ -169,10 +185,66 @@ class AgentSession:
                 killed_left=killed,
             )
         )
-        return CommandResult(
-            exit_code=res.exit_code, stdout=res.stdout, stderr=res.stderr,
-            duration_s=res.duration_s, timed_out=res.timed_out,
+        return _result(res)
+
+    async def _quiet(
+        self,
+        command: str,
+        timeout_s: float,
+        env: dict[str, str],
+        on_output: OnOutput,
+        flood_bytes: int | None,
+    ) -> CommandResult:
+        """A CLI agent's own process: its output goes to its parser, not to the trace."""
+
+        async def passed(stream: str, chunk: bytes) -> None:
+            await on_output(Stream(stream), chunk)
+
+        res = await self.box.exec(
+            command, timeout_s=timeout_s, workdir=self.workspace, on_output=passed,
+            env=self._env(env), cap_bytes=QUIET_KEEP_BYTES, kill_after_bytes=flood_bytes,
         )  # fmt: skip
+        if res.overflowed:  # it may still run: stop everything but the container's init
+            await self.box.exec(["kill", "-9", "-1"], timeout_s=10)
+        return _result(res)
+
+    def _env(self, extra: dict[str, str]) -> dict[str, str]:
+        """The run's allowed host variables, the gateway's address and token, then the
+        command's own."""
+        passed = {k: os.environ[k] for k in self._secret_env if k in os.environ}
+        return passed | self.extra_env | extra
+
+    async def read(self, path: str, limit: int) -> bytes | None:
+        try:
+            tar = await self.box.get_tar(path)
+        except aiodocker.DockerError:
+            return None
+        with tar:
+            member = next((m for m in tar.getmembers() if m.isfile()), None)
+            if member is None:
+                return None
+            handle = tar.extractfile(member)
+            return handle.read(limit) if handle is not None else None
+
+    async def keep(self, name: str, data: bytes, *, append: bool = False) -> None:
+        if self.records_dir is None:
+            return
+        path = self.records_dir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("ab" if append else "wb") as out:
+            out.write(data)
+
+    def remaining_s(self) -> float | None:
+        if self._deadline is None:
+            return None
+        return max(0.0, self._deadline - asyncio.get_running_loop().time())
+
+
+def _result(res: ExecResult) -> CommandResult:
+    return CommandResult(
+        exit_code=res.exit_code, stdout=res.stdout, stderr=res.stderr,
+        duration_s=res.duration_s, timed_out=res.timed_out, flooded=res.overflowed,
+    )  # fmt: skip
 
 
 def _alive(view: HostView, keep: set[int]) -> frozenset[int]:

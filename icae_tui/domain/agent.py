@@ -41,6 +41,7 @@ class CommandResult:
     stderr: bytes
     duration_s: float
     timed_out: bool = False
+    flooded: bool = False  # stopped past the caller's output bound
 
     @property
     def output(self) -> str:

@@ -75,6 +75,24 @@ class AgentStreamed(Event):
     text: str
 
 
+class AgentThought(Event):
+    """Reasoning the agent showed (Codex `reasoning` items, Claude `thinking` blocks)."""
+
+    kind: Literal["agent_thought"] = "agent_thought"
+    text: str
+
+
+class AgentToolUsed(Event):
+    """A tool of the agent's own other than a shell command or a file write (Claude's Read,
+    Grep, TodoWrite…; Codex's MCP calls, web searches, to-do lists…). `detail` is a short
+    printable summary of its input; `ok` is None when the agent did not say how it went."""
+
+    kind: Literal["agent_tool"] = "agent_tool"
+    tool: str
+    detail: str = ""
+    ok: bool | None = None
+
+
 class AgentWrote(Event):
     kind: Literal["agent_wrote"] = "agent_wrote"
     path: str
@@ -260,6 +278,8 @@ AnyEvent = Annotated[
     | Progress
     | AgentSaid
     | AgentStreamed
+    | AgentThought
+    | AgentToolUsed
     | AgentWrote
     | AgentCommand
     | AgentOutput

@@ -288,14 +288,16 @@ async def create_container(
     tmpfs: dict[str, str] | None = None,
     hardened: bool = True,
     keepalive: Path | None = None,
+    network: str = "none",
 ) -> Container:
     """A started container. `hardened` (all but image builds) drops every capability.
 
+    `network` stays "none" for everything but installing agents into images ("bridge").
     `keepalive` (a local engine only): the host folder of `sandbox.keepalive`; its static
     init and busybox `sleep` then run instead of the engine's init and the image's `sleep`.
     """
     host_config: dict[str, object] = {
-        "NetworkMode": "none",
+        "NetworkMode": network,
         "Memory": limits.memory_bytes,
         "MemorySwap": limits.memory_bytes,
         "PidsLimit": limits.pids,
@@ -321,7 +323,7 @@ async def create_container(
         "Labels": labels_for(run_id, role, limits.ttl_s),
         "WorkingDir": workdir,
         "Env": [f"{k}={v}" for k, v in DEFAULT_ENV.items()],
-        "NetworkDisabled": True,
+        "NetworkDisabled": network == "none",
         "Hostname": HOSTNAME,  # not the container id: both sides of a case see the same name
         "HostConfig": host_config,
     }
