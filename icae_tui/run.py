@@ -59,6 +59,7 @@ from icae_tui.gateway import (
     ModelCall,
     ModelGateway,
     ReplayUpstream,
+    WireApi,
     dump_call,
     load_calls,
 )
@@ -389,7 +390,7 @@ class Run:
         s = agent.settings
         config = GatewayConfig(
             base_url=s.base_url or "", model=s.model, api_key_env=s.api_key_env or "",
-            price_in_per_mtok=s.price_in_per_mtok, price_out_per_mtok=s.price_out_per_mtok,
+            wire_api=WireApi(s.wire_api.value), price_in_per_mtok=s.price_in_per_mtok, price_out_per_mtok=s.price_out_per_mtok,
             max_calls=s.limits.max_model_calls, max_tokens=s.limits.max_tokens,
             max_cost=s.limits.max_cost_usd,
         )  # fmt: skip

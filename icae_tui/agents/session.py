@@ -169,7 +169,7 @@ class AgentSession:
         hits = view.pids_limit_hits() if view else 0
         res = await self.box.exec(
             command, timeout_s=timeout_s, workdir=self.workspace, on_output=traced,
-            env=self._env(env), kill_after_bytes=flood_bytes,
+            env=self._env(env or {}), kill_after_bytes=flood_bytes,
         )  # fmt: skip
         capped, left, killed = (
             await self._aftermath(view, before, hits) if view else (False, 0, False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
@@ -13,14 +14,33 @@ BODY_CAP = 256 * 1024  # characters kept of each request/response body in a Mode
 CallKind = Literal["ok", "agent_error", "infra", "limit", "replay_divergence"]
 
 
+class WireApi(StrEnum):
+    """A model API on the wire: what an agent speaks to the gateway, or what the upstream
+    speaks (`GatewayConfig.wire_api`)."""
+
+    CHAT = "chat"  # OpenAI Chat Completions: POST {base}/chat/completions
+    MESSAGES = "messages"  # Anthropic Messages: POST {base}/messages (Claude Code)
+    RESPONSES = "responses"  # OpenAI Responses: POST {base}/responses (Codex CLI)
+
+
+API_NAMES = {
+    WireApi.CHAT: "OpenAI Chat Completions",
+    WireApi.MESSAGES: "Anthropic Messages",
+    WireApi.RESPONSES: "OpenAI Responses",
+}
+
+
 class GatewayConfig(BaseModel):
     """One run's model endpoint and limits. The key itself is never stored here: only the
     NAME of the host environment variable that holds it."""
 
     model_config = ConfigDict(extra="forbid")
 
-    base_url: str = ""  # e.g. https://api.openai.com/v1 (".../chat/completions" is appended)
+    base_url: str = ""  # e.g. https://api.openai.com/v1 ("/chat/completions" etc. appended)
     model: str  # forced upstream, whatever the agent asks for
+    # What the upstream speaks. An agent speaking the same API is passed through; any other
+    # agent API is translated, which only a Chat Completions upstream supports.
+    wire_api: WireApi = WireApi.CHAT
     api_key_env: str = ""  # name of the host environment variable holding the real key
     price_in_per_mtok: float | None = None  # currency per million prompt tokens
     price_out_per_mtok: float | None = None  # currency per million completion tokens
@@ -76,13 +96,15 @@ class ModelCall(BaseModel):
     kind: CallKind
     started_at: float
     latency_s: float = 0.0
+    api: WireApi = WireApi.CHAT  # what the agent spoke (request_body is in it)
+    upstream_api: WireApi = WireApi.CHAT  # what the upstream spoke (response_body is in it)
     # request summary
     model: str = ""  # as the agent asked
     upstream_model: str = ""  # as forwarded (forced)
     message_count: int = 0
     tools_count: int = 0
     stream: bool = False
-    request_hash: str = ""  # canonical hash of messages + tools (what replay matches)
+    request_hash: str = ""  # canonical hash of the conversation + tools (what replay matches)
     # outcome
     status: int = 0  # what the agent got
     upstream_status: int | None = None  # the last upstream answer's status, None if none
@@ -100,7 +122,9 @@ class ModelCall(BaseModel):
     # bodies (capped)
     request_body: str | None = None
     request_truncated: bool = False
-    response_body: str | None = None  # JSON text, or the raw SSE text of a stream
+    # the UPSTREAM's answer, JSON text or raw SSE text (a translated call's agent-side reply
+    # is made again from it, so replay serves it through the same translation)
+    response_body: str | None = None
     response_truncated: bool = False
 
     @property
@@ -148,9 +172,17 @@ def canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+# Besides messages and tools, what holds the conversation in the other APIs: Messages has
+# `system` outside the messages, Responses has `instructions` and `input`.
+CONVERSATION_KEYS = ("system", "instructions", "input")
+
+
 def request_hash(body: dict[str, Any]) -> str:
-    """sha256 of the canonical JSON of the request's messages and tools (nothing else)."""
+    """sha256 of the canonical JSON of the request's conversation and tools, as the agent sent
+    it (nothing else: not the model, sampling or metadata). A Chat Completions request hashes
+    as it always did (only messages + tools), so older recordings still replay."""
     key = {"messages": body.get("messages") or [], "tools": body.get("tools") or []}
+    key.update({k: body[k] for k in CONVERSATION_KEYS if body.get(k)})
     return hashlib.sha256(canonical(key).encode()).hexdigest()
 
 
