@@ -9,11 +9,14 @@ litellm, or a 400 MB native binary); later runs reuse it.
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 
 from icae_tui.domain.events import (
     AgentCommand,
@@ -53,7 +56,7 @@ def _mini_script() -> list[Any]:
     return [
         bash(f'icae-ask "{QUESTION}"', 1),
         bash(write, 2),
-        bash("echo '{\"op\": \"upper\", \"text\": \"x\"}' | python3 mini.py", 3),
+        bash('echo \'{"op": "upper", "text": "x"}\' | python3 mini.py', 3),
         bash("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && echo built mini.py", 4),
     ]
 
@@ -86,3 +89,123 @@ async def test_mini_swe_agent_builds_mini_inside_its_container(
     # The native trajectory is kept beside the run's records.
     kept = store.artifacts_dir / run.run_id / "agent_logs" / "traj.json"
     assert json.loads(kept.read_text())["info"]["exit_status"] == "Submitted"
+
+
+# --- Claude Code against a server that speaks the Anthropic Messages API -----------------
+
+
+def _sse(event: str, data: dict[str, Any]) -> str:
+    return f"event: {event}\ndata: {json.dumps(data)}\n\n"
+
+
+def _message_events(blocks: list[dict[str, Any]], model: str, msg_id: str) -> str:
+    """One reply as the Messages API streams it: text in one delta, tool input in two."""
+    stop = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
+    out = [_sse("message_start", {"type": "message_start", "message": {
+        "id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
+        "stop_reason": None, "usage": {"input_tokens": 100, "output_tokens": 1}}})]  # fmt: skip
+    for i, block in enumerate(blocks):
+        if block["type"] == "text":
+            start, deltas = (
+                {"type": "text", "text": ""},
+                [{"type": "text_delta", "text": block["text"]}],
+            )
+        else:
+            start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+            raw = json.dumps(block["input"])
+            deltas = [{"type": "input_json_delta", "partial_json": part}
+                      for part in (raw[: len(raw) // 2], raw[len(raw) // 2 :])]  # fmt: skip
+        out.append(_sse("content_block_start", {"type": "content_block_start", "index": i,
+                                                "content_block": start}))  # fmt: skip
+        out += [_sse("content_block_delta", {"type": "content_block_delta", "index": i,
+                                             "delta": d}) for d in deltas]  # fmt: skip
+        out.append(_sse("content_block_stop", {"type": "content_block_stop", "index": i}))
+    out.append(_sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop,
+               "stop_sequence": None}, "usage": {"output_tokens": 20}}))  # fmt: skip
+    out.append(_sse("message_stop", {"type": "message_stop"}))
+    return "".join(out)
+
+
+class MessagesUpstream:
+    """Plays the conversation by its length (the number of assistant turns so far), so a
+    retried request gets the same reply; requests without tools (Claude Code's side calls,
+    e.g. a title) get a short text."""
+
+    def __init__(self, turns: list[list[dict[str, Any]]]) -> None:
+        self.turns = turns
+        self.requests: list[tuple[dict[str, str], dict[str, Any]]] = []
+
+    async def messages(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.requests.append((dict(request.headers), body))
+        blocks = [{"type": "text", "text": "ok"}]
+        if body.get("tools"):
+            done = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
+            blocks = self.turns[min(done, len(self.turns) - 1)]
+        msg_id = f"msg_{len(self.requests)}"  # one id a reply: Claude Code joins equal ids
+        events = _message_events(blocks, body.get("model", ""), msg_id)
+        if not body.get("stream"):
+            content = [{k: v for k, v in b.items()} for b in blocks]
+            stop = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
+            return web.json_response({"id": msg_id, "type": "message", "role": "assistant",
+                "model": body.get("model", ""), "content": content, "stop_reason": stop,
+                "usage": {"input_tokens": 100, "output_tokens": 20}})  # fmt: skip
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        await resp.write(events.encode())
+        return resp
+
+
+@contextlib.asynccontextmanager
+async def messages_upstream(
+    turns: list[list[dict[str, Any]]],
+) -> AsyncIterator[tuple[MessagesUpstream, str]]:
+    up = MessagesUpstream(turns)
+    app = web.Application()
+    app.router.add_post("/v1/messages", up.messages)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield up, f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
+    finally:
+        await runner.cleanup()
+
+
+def _claude_turns() -> list[list[dict[str, Any]]]:
+    write = "cat > mini.py <<'EOF'\n" + _good_code() + "EOF"
+    bash = lambda command, i: [{"type": "tool_use", "id": f"toolu_{i}", "name": "Bash",  # noqa: E731
+                                "input": {"command": command, "description": f"step {i}"}}]  # fmt: skip
+    return [
+        bash(f'icae-ask "{QUESTION}"', 1),
+        bash(write, 2),
+        bash('echo \'{"op": "upper", "text": "x"}\' | python3 mini.py', 3),
+        [{"type": "text", "text": "Built mini.py."}],
+    ]
+
+
+async def test_claude_code_builds_mini_through_the_messages_api(
+    fixture_catalog, store, tmp_path, monkeypatch
+):
+    monkeypatch.setenv(KEY_VAR, KEY)
+    async with messages_upstream(_claude_turns()) as (up, base_url):
+        agents = _agents_file(tmp_path, "claude-code", base_url)
+        run, outcome = await _run(fixture_catalog, store, agents)
+    assert outcome.status == "completed", outcome.error
+    events = store.events(run.run_id)
+    [stopped] = [e for e in events if isinstance(e, AgentStopped)]
+    assert stopped.reason == "submitted", stopped
+    assert outcome.score.overall == 1.0
+    commands = [e.command for e in events if isinstance(e, AgentCommand)]
+    assert commands[:2] == [f'icae-ask "{QUESTION}"', _claude_turns()[1][0]["input"]["command"]]
+    [asked] = [e for e in events if isinstance(e, QuestionAsked)]
+    assert asked.text == QUESTION
+    submitted = [e.message for e in events if e.kind == "agent_submitted"]
+    assert submitted == ["Built mini.py."]
+    # Passed through to the Messages upstream, the real key added there and nowhere else.
+    assert {h.get("x-api-key") for h, _ in up.requests} == {KEY}
+    assert {b["model"] for _, b in up.requests} == {"stub-model"}
+    calls = [e for e in events if isinstance(e, ModelCallMade)]
+    assert len(calls) >= 4 and {c.call_kind for c in calls} == {"ok"}
+    assert (store.artifacts_dir / run.run_id / "agent_logs" / "stdout.log").is_file()
