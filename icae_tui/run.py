@@ -377,7 +377,9 @@ class Run:
         def progress(message: str) -> None:
             loop.create_task(self.emit(Progress(message=message)))
 
-        image = await ensure_agent_image(docker, base, agent.name, s.version, s.install, progress)
+        image = await ensure_agent_image(
+            docker, base, agent.name, s.version, s.install, progress, run_id=self.run_id
+        )
         await asyncio.sleep(0)  # let queued progress events land in order
         return image
 

@@ -58,9 +58,12 @@ async def ensure_agent_image(
     version: str,
     lines: list[str],
     progress: ProgressFn = lambda _m: None,
+    *,
+    run_id: str = "image-build",
 ) -> str:
     """The image of `base` with `agent` installed; built only when missing. An install step
-    that fails raises ImageBuildError naming the agent, the step and its output's end."""
+    that fails raises ImageBuildError naming the agent, the step and its output's end. The
+    build container carries `run_id`'s label, so a cancelled run's sweep removes it too."""
     lines = install_lines(lines, version)
     if not lines:
         return base
@@ -70,7 +73,7 @@ async def ensure_agent_image(
         return name
     progress(f"installing agent {agent} ({version}) into {name}; this happens once")
     box = await create_container(
-        docker, base, run_id="image-build", role="build", hardened=False,
+        docker, base, run_id=run_id, role="agent-install", hardened=False,
         limits=BUILD_LIMITS, network="bridge",
     )  # fmt: skip
     try:
