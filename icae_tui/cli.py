@@ -277,7 +277,8 @@ def cmd_console(args: argparse.Namespace) -> int:
 
     store = RunStore(Path(args.home) / "runs.db" if args.home else None)
     store.mark_interrupted()  # history must not show dead runs as running
-    IcaeApp(catalog=_catalog(args), store=store, pace_s=args.pace).run()
+    agent_files = [Path(f) for f in args.agents or ()]
+    IcaeApp(catalog=_catalog(args), store=store, pace_s=args.pace, agent_files=agent_files).run()
     return 0
 
 

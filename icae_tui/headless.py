@@ -12,7 +12,7 @@ import sys
 from typing import TextIO
 
 from icae_tui.display.view import RunView
-from icae_tui.display.wording import draft_source, interaction_line, model_usage
+from icae_tui.display.wording import draft_source, interaction_line, usage_lines
 from icae_tui.domain.events import Event, QuestionAsked
 from icae_tui.run import Run, RunConfig, RunOutcome
 from icae_tui.safe_text import printable
@@ -41,15 +41,12 @@ class PlainPrinter:
                 self.line(line.text)
 
     def summary(self, events: list[Event] | None = None) -> None:
-        """The interaction metrics: of the events printed, or of `events`."""
+        """The interaction metrics, then the agent's usage against its limits (model calls,
+        tokens, cost; steps, wall clock): of the events printed, or of `events`."""
         view = self.view if events is None else RunView.from_events(events)
         self.line(interaction_line(view.metrics()))
-        if (m := view.model).calls:
-            retried = (
-                f" · {m.infra_failures} upstream failure(s) retried" if m.infra_failures else ""
-            )
-            usage = model_usage(m.calls, m.tokens_in, m.tokens_out, m.cost)
-            self.line(f"model: {usage}{retried}")
+        for line in usage_lines(view.usage()):
+            self.line(line)
 
 
 class TerminalHuman:

@@ -5,6 +5,9 @@ The live console, the replay of a stored run and the headless printer each keep 
 and feed it the run's events in order; they differ only in how they draw its state. The view
 knows nothing of Textual or Rich: its text is plain (made printable), with style hints.
 
+The agent's usage against its limits (`usage()`: steps, wall clock, model calls, tokens,
+cost) and each model call (`calls`, for the model calls screen) are kept too.
+
 Displays draw incrementally: `trace` is append-only (the last TRACE_KEEP lines are kept,
 `trace_total` counts them all, `trace_since` gives what came after a display's cursor), and
 the `*_rev` counters change whenever their part of the state does.
@@ -17,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from icae_tui.display import wording as w
+from icae_tui.domain.agent import Limits
 from icae_tui.domain.events import (
     AgentCommand,
     AgentCommandDone,
@@ -25,6 +29,8 @@ from icae_tui.domain.events import (
     AgentStopped,
     AgentStreamed,
     AgentSubmitted,
+    AgentThought,
+    AgentToolUsed,
     AgentWrote,
     BuildChecked,
     CaseFinished,
@@ -47,6 +53,7 @@ from icae_tui.domain.states import StopReason
 from icae_tui.safe_text import printable
 from icae_tui.users.metrics import InteractionMetrics, interaction_metrics
 
+MODEL_AGENT_PREFIX = "model:"  # the built-in model agent: one model call a step
 STREAMED = "said"  # the pseudo-stream of the agent's streamed text, completed like output
 TRACE_KEEP = 50_000  # trace lines kept; a display that fell further behind skips the rest
 
@@ -130,6 +137,11 @@ class RunView:
     dropped: EventsDropped | None = None  # the latest (cumulative) count past the store bound
     interaction: InteractionMetrics | None = None  # once the run is over
     model: ModelUsage = field(default_factory=lambda: ModelUsage())  # the model calls so far
+    calls: list[ModelCallMade] = field(default_factory=list)  # each call, for the calls screen
+    # the agent: its steps (see `usage`) and its wall clock (the generate phase)
+    steps: int | None = None
+    agent_t0: float | None = None  # when the generate phase began
+    agent_t1: float | None = None  # when the agent stopped (or the phase ended)
     # results
     cases: dict[str, CaseRow] = field(default_factory=dict)  # in planned order
     score: Score | None = None
@@ -163,6 +175,27 @@ class RunView:
     def has_records(self) -> bool:
         return self.started is not None and bool(self.started.task_records)
 
+    @property
+    def limits(self) -> Limits:
+        return self.started.limits if self.started is not None else Limits()
+
+    def usage(self, now: float | None = None) -> w.Usage:
+        """The agent's figures against its limits at `now` (the display's clock; default: the
+        latest event's time). Steps: the agent's own count once it stopped (AgentStopped); a
+        model agent takes one step per model call, so until then its calls are its steps; other
+        agents' steps are not known before they stop. Its wall clock runs from the generate
+        phase to its stop (the run starts the limit's clock a moment later: never less)."""
+        end = self.agent_t1
+        if end is None:
+            end = now if now is not None else self.last_ts
+        agent_s = None if self.agent_t0 is None or end is None else max(0.0, end - self.agent_t0)
+        m = self.model
+        return w.Usage(
+            limits=self.limits, steps=self.steps, agent_s=agent_s, calls=m.calls,
+            tokens_in=m.tokens_in, tokens_out=m.tokens_out, cost=m.cost,
+            infra_failures=m.infra_failures,
+        )  # fmt: skip
+
     def trace_since(self, cursor: int) -> tuple[list[TraceLine], int]:
         """The lines after `cursor` (a count of lines seen) that are still kept, and the
         new cursor."""
@@ -187,10 +220,13 @@ class RunView:
             case RunStarted():
                 self.started = ev
                 self.mode = ev.responder
+                if ev.agent.startswith(MODEL_AGENT_PREFIX):
+                    self.steps = 0  # counted by its calls until it stops (see `usage`)
                 self.head_rev += 1
                 self._metric_events.append(ev)
                 self._line("run", w.run_line(ev), style="strong")
             case PhaseChanged():
+                self._agent_clock(ev)
                 self.phase, self.phase_detail = ev.phase, ev.detail
                 self.head_rev += 1
                 self._line("phase", w.phase_line(ev), style="strong")
@@ -204,6 +240,10 @@ class RunView:
                 self._end_output()  # shown already, as it streamed in
             case AgentSaid():
                 self._line("said", ev.text, prefix=w.SAID_PREFIX)
+            case AgentThought():
+                self._line("thought", ev.text, prefix=w.THOUGHT_PREFIX, style="muted")
+            case AgentToolUsed():
+                self._line("tool", w.tool_line(ev), style="warn" if ev.ok is False else "")
             case AgentWrote():
                 self._line("wrote", w.wrote_line(ev))
             case AgentCommand():
@@ -212,10 +252,17 @@ class RunView:
                 self._line("done", w.done_line(ev), style="warn" if ev.aftermath() else "muted")
             case ModelCallMade():
                 self.model.add(ev)
+                self.calls.append(ev)
+                if self.steps is not None and self.agent_t1 is None:
+                    self.steps = max(self.steps, self.model.calls)
                 self.head_rev += 1
                 bad = ev.call_kind != "ok" or ev.infra_failures
                 self._line("model", w.model_call_line(ev), style="warn" if bad else "muted")
             case AgentStopped():
+                self.steps = ev.steps
+                if self.agent_t1 is None:
+                    self.agent_t1 = ev.ts
+                self.head_rev += 1
                 ok = ev.reason is StopReason.SUBMITTED
                 self._line("stopped", w.stopped_line(ev), style="muted" if ok else "warn")
             case QuestionAsked():
@@ -324,8 +371,16 @@ class RunView:
         self.status = tuple(segs)
         self.status_rev += 1
 
+    def _agent_clock(self, ev: PhaseChanged) -> None:
+        if ev.phase == "generate" and self.agent_t0 is None:
+            self.agent_t0 = ev.ts
+        elif ev.phase != "generate" and self.agent_t0 is not None and self.agent_t1 is None:
+            self.agent_t1 = ev.ts  # the generate phase is over, whatever the agent said
+
     def _finished(self, ev: RunFinished) -> None:
         self.finished = ev
+        if self.agent_t0 is not None and self.agent_t1 is None:
+            self.agent_t1 = ev.ts
         self.pending = None
         self.head_rev += 1
         if ev.score is not None:

@@ -8,9 +8,14 @@ task data, model names) are made printable here, so no display sees a control ch
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
+from icae_tui.domain.agent import Limits
 from icae_tui.domain.events import (
     AgentCommandDone,
     AgentStopped,
+    AgentToolUsed,
     AgentWrote,
     BuildChecked,
     CasesPlanned,
@@ -43,6 +48,7 @@ ERROR_LIMIT = 500  # of a run's error in the status line
 OUTPUT_PREFIX = {"stdout": "  out│ ", "stderr": "  err│ "}
 PROGRESS_PREFIX = "   · "
 SAID_PREFIX = "agent › "
+THOUGHT_PREFIX = "agent ∴ "
 COMMAND_PREFIX = "$ "
 SUBMITTED_PREFIX = "agent submitted › "
 
@@ -71,6 +77,30 @@ def clock(elapsed_s: float) -> str:
 def phase_step(phase: str) -> str:
     """The step of a known phase, as " 2/6"; "" for any other."""
     return f" {PHASES.index(phase) + 1}/{len(PHASES)}" if phase in PHASES else ""
+
+
+def count(n: int) -> str:
+    """A count in a few characters: 950, 1.2k, 12k, 200k, 1.5M."""
+    if n < 1000:
+        return str(n)
+    for size, unit in ((1_000_000, "M"), (1_000, "k")):
+        if n >= size:
+            value = n / size
+            text = f"{value:.1f}" if value < 10 else f"{value:.0f}"
+            if unit == "k" and text == "1000":  # 999_999 rounds up to the next unit
+                return "1M"
+            return text.removesuffix(".0") + unit
+    return str(n)  # unreachable
+
+
+def money(usd: float) -> str:
+    """Dollars: cents from $1 up, else two significant digits ($0.012, $0.00042, $0.05)."""
+    if usd >= 1 or usd <= 0:
+        return f"${max(usd, 0.0):.2f}"
+    digits = max(2, 1 - math.floor(math.log10(usd)))
+    text = f"{usd:.{digits}f}"
+    whole, _, cents = text.partition(".")
+    return f"${whole}.{cents.rstrip('0').ljust(2, '0')}"
 
 
 # --- who answered, from what --------------------------------------------------------------
@@ -127,10 +157,17 @@ def done_line(ev: AgentCommandDone) -> str:
     return f"   exit {ev.exit_code} in {ev.duration_s:.2f}s{note}"
 
 
+def tool_line(ev: AgentToolUsed) -> str:
+    """`   tool Read README.md` (`✗` when the agent's tool call failed)."""
+    mark = " ✗" if ev.ok is False else ""
+    detail = f" {ev.detail}" if ev.detail else ""
+    return printable(f"   tool {ev.tool}{mark}{detail}", limit=LINE_LIMIT)
+
+
 def model_call_line(ev: ModelCallMade) -> str:
     """One line per model call; its bodies are in the run's model_calls.jsonl."""
     tokens = f"{ev.tokens_in}→{ev.tokens_out} tokens"
-    cost = f" · ${ev.cost:.4f}" if ev.cost is not None else ""
+    cost = f" · {money(ev.cost)}" if ev.cost is not None else ""
     tools = f" · calls {', '.join(ev.tool_calls)}" if ev.tool_calls else ""
     retries = f" · {ev.infra_failures} upstream failure(s) retried" if ev.infra_failures else ""
     head = f"   model #{ev.index} {ev.model} · {ev.call_kind} {ev.status} · {tokens}{cost}"
@@ -140,9 +177,143 @@ def model_call_line(ev: ModelCallMade) -> str:
 
 
 def model_usage(calls: int, tokens_in: int, tokens_out: int, cost: float | None) -> str:
-    """`5 calls · 600→100 tokens · $0.0120`: the header's and the summary's model figures."""
-    money = f" · ${cost:.4f}" if cost is not None else ""
-    return f"{calls} call(s) · {tokens_in}→{tokens_out} tokens{money}"
+    """`5 call(s) · 600→100 tokens · $0.012`: the model figures without their limits."""
+    return plain(model_segments(Usage(calls=calls, tokens_in=tokens_in, tokens_out=tokens_out,
+                                      cost=cost)))  # fmt: skip
+
+
+# --- usage against the agent's limits (the header's second line, the headless summary) ------
+
+WARN_AT = 0.8  # of a limit: a figure from here on is highlighted "warn", "error" once reached
+
+
+@dataclass(frozen=True)
+class Usage:
+    """The agent's figures and its limits, as a display shows them. `steps` is None while
+    not known (see `RunView.usage`); `agent_s` is the agent's wall clock (None: not yet)."""
+
+    limits: Limits = Limits()
+    steps: int | None = None
+    agent_s: float | None = None
+    calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float | None = None
+    infra_failures: int = 0
+
+    @property
+    def model_limited(self) -> bool:
+        lim = self.limits
+        return any(v is not None for v in (lim.max_model_calls, lim.max_tokens, lim.max_cost_usd))
+
+    @property
+    def shown(self) -> bool:
+        """Anything to show: limits, or model calls."""
+        return self.limits.any or self.calls > 0
+
+
+def limits_line(limits: Limits) -> str:
+    """`50 steps · 30:00 · 100 calls · 200k tokens · $2.00`, or "no limits"."""
+    parts = []
+    if limits.max_steps is not None:
+        parts.append(f"{limits.max_steps} steps")
+    if limits.max_seconds is not None:
+        parts.append(clock(limits.max_seconds))
+    if limits.max_model_calls is not None:
+        parts.append(f"{limits.max_model_calls} calls")
+    if limits.max_tokens is not None:
+        parts.append(f"{count(limits.max_tokens)} tokens")
+    if limits.max_cost_usd is not None:
+        parts.append(money(limits.max_cost_usd))
+    return " · ".join(parts) or "no limits"
+
+
+def limit_hint(used: float, limit: float | None) -> str:
+    """The style hint of a figure against its limit: "warn" from WARN_AT, "error" at it."""
+    if limit is None or limit <= 0:
+        return "strong"
+    if used >= limit:
+        return "error"
+    return "warn" if used >= WARN_AT * limit else "strong"
+
+
+def _joined(parts: list[list[Seg]]) -> list[Seg]:
+    segs: list[Seg] = []
+    for part in parts:
+        if segs:
+            segs.append((" · ", "muted"))
+        segs += part
+    return segs
+
+
+def agent_segments(u: Usage) -> list[Seg]:
+    """`steps 12/50 · time 05:00/30:00`: the steps once known, the agent's wall clock
+    against its limit (no limit: the run's clock says enough)."""
+    lim = u.limits
+    parts: list[list[Seg]] = []
+    if u.steps is not None:
+        of = f"/{lim.max_steps}" if lim.max_steps is not None else ""
+        parts.append([("steps ", "muted"), (f"{u.steps}{of}", limit_hint(u.steps, lim.max_steps))])
+    if lim.max_seconds is not None:
+        used = u.agent_s or 0.0
+        figure = f"{clock(used)}/{clock(lim.max_seconds)}"
+        parts.append([("time ", "muted"), (figure, limit_hint(used, lim.max_seconds))])
+    return _joined(parts)
+
+
+def model_segments(u: Usage) -> list[Seg]:
+    """`3/100 calls · 1.2k/200k tokens (1k→200) · $0.012/$2.00 · 1 upstream failure(s)
+    retried`; without limits `3 call(s) · 1k→200 tokens · $0.012`."""
+    lim = u.limits
+    parts: list[list[Seg]] = []
+    if lim.max_model_calls is not None:
+        figure = f"{u.calls}/{lim.max_model_calls}"
+        parts.append([(figure, limit_hint(u.calls, lim.max_model_calls)), (" calls", "muted")])
+    else:
+        parts.append([(f"{u.calls} call(s)", "strong")])
+    split = f"{count(u.tokens_in)}→{count(u.tokens_out)}"
+    if lim.max_tokens is not None:
+        total = u.tokens_in + u.tokens_out
+        figure = f"{count(total)}/{count(lim.max_tokens)}"
+        hint = limit_hint(total, lim.max_tokens)
+        parts.append([(figure, hint), (" tokens", "muted"), (f" ({split})", "muted")])
+    else:
+        parts.append([(split, "strong"), (" tokens", "muted")])
+    if lim.max_cost_usd is not None:
+        spent = u.cost or 0.0
+        figure = f"{money(spent)}/{money(lim.max_cost_usd)}"
+        parts.append([(figure, limit_hint(spent, lim.max_cost_usd))])
+    elif u.cost is not None:
+        parts.append([(money(u.cost), "strong")])
+    if u.infra_failures:
+        parts.append([(f"{u.infra_failures} upstream failure(s) retried", "warn")])
+    return _joined(parts)
+
+
+def usage_segments(u: Usage) -> list[Seg]:
+    """The header's second line: `agent steps 3/50 · time 00:30/30:00   model 3/100 calls
+    · …`; empty when there is nothing to show (no limits, no model calls)."""
+    if not u.shown:
+        return []
+    segs: list[Seg] = []
+    if agent := agent_segments(u):
+        segs += [("agent ", "muted"), *agent]
+    if u.calls or u.model_limited:
+        segs += [("   " if segs else "", ""), ("model ", "muted"), *model_segments(u)]
+    return [seg for seg in segs if seg[0]]
+
+
+def usage_lines(u: Usage) -> list[str]:
+    """The headless summary's lines: `model: …` (when the agent used or may use a model)
+    and `agent: …` (steps and wall clock, when known or limited)."""
+    if not u.shown:
+        return []
+    lines = []
+    if u.calls or u.model_limited:
+        lines.append("model: " + plain(model_segments(u)))
+    if agent := agent_segments(u):
+        lines.append("agent: " + plain(agent))
+    return lines
 
 
 def stopped_line(ev: AgentStopped) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from pathlib import Path
 
 from textual.app import App
@@ -33,11 +34,21 @@ class IcaeApp(App[None]):
         Binding("ctrl+q", "quit", "Quit", priority=True),
     ]
 
-    def __init__(self, *, catalog: Catalog, store: RunStore, pace_s: float | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        catalog: Catalog,
+        store: RunStore,
+        pace_s: float | None = None,
+        agent_files: Sequence[Path] = (),
+    ) -> None:
+        """`agent_files`: agents TOML files given with `icae --agents` (after the defaults
+        and the user's file), offered in run setup and carried to each run."""
         super().__init__()
         self.catalog = catalog
         self.store = store
         self.pace_s = pace_s
+        self.agent_files = tuple(agent_files)
         self.register_theme(ICAE_THEME)
         self.theme = ICAE_THEME.name
 
@@ -51,10 +62,12 @@ class IcaeApp(App[None]):
             if config is not None:
                 self.start_run(config)
 
-        self.push_screen(RunSetupScreen(task, pace_s=self.pace_s), chosen)
+        setup = RunSetupScreen(task, pace_s=self.pace_s, agent_files=self.agent_files)
+        self.push_screen(setup, chosen)
 
     def start_run(self, config: RunConfig) -> RunScreen:
-        screen = RunScreen(LiveSource(Run(config, self.store)))
+        source = LiveSource(Run(config, self.store))
+        screen = RunScreen(source, artifacts=self.store.artifacts_dir)
         self.push_screen(screen)
         return screen
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
+from icae_tui.domain.agent import Limits
 from icae_tui.domain.events import (
     AgentCommand,
     AgentCommandDone,
     AgentOutput,
     AgentSaid,
+    AgentStopped,
     AgentSubmitted,
     AgentWrote,
     BuildChecked,
@@ -16,6 +19,7 @@ from icae_tui.domain.events import (
     CasesPlanned,
     Event,
     EventsDropped,
+    ModelCallMade,
     PhaseChanged,
     Progress,
     QuestionAnswered,
@@ -27,7 +31,9 @@ from icae_tui.domain.events import (
     ScoreUpdated,
 )
 from icae_tui.domain.results import CaseResult, Score, SideRun, Verdict
+from icae_tui.domain.states import StopReason
 from icae_tui.domain.task import Level
+from icae_tui.gateway import InfraFailure, ModelCall
 from icae_tui.run import RunOutcome
 from icae_tui.users.channel import ClarificationChannel
 from icae_tui.users.responders import Desk, SimulatedUser
@@ -60,17 +66,17 @@ def result(case_id: str, verdict: Verdict = Verdict.ACCEPTED, reason: str = "ide
 
 
 def started(responder: str = "simulated", **extra) -> RunStarted:
-    return RunStarted(
-        run_id="test-run",
-        task_id="mini",
-        task_title="Mini [bold]tool[/]",
-        agent="scripted:good",
-        level="L1",
-        responder=responder,
-        budget=3,
-        prd="Build it.",
-        **extra,
-    )
+    fields = {
+        "run_id": "test-run",
+        "task_id": "mini",
+        "task_title": "Mini [bold]tool[/]",
+        "agent": "scripted:good",
+        "level": "L1",
+        "responder": responder,
+        "budget": 3,
+        "prd": "Build it.",
+    }
+    return RunStarted(**(fields | extra))
 
 
 def score(done: int, planned: int, overall: float) -> Score:
@@ -286,3 +292,97 @@ async def until(pilot, condition, timeout: float = 10.0) -> None:
         assert loop.time() < deadline, "timed out waiting for the screen"
         await pilot.pause(0.02)
     await pilot.pause()  # let focus and layout settle
+
+
+# --- a recorded run of a model agent: its limits, its calls, their recording -----------------
+
+MODEL_RUN_ID = "20240101-010000-m0de15"
+MODEL_LIMITS = Limits(
+    max_steps=10, max_seconds=600, max_model_calls=4, max_tokens=2000, max_cost_usd=0.05
+)
+HOSTILE_REPLY = "All [bold]done[/bold] \x1b[31mred\x1b[0m and [link=http://x]link[/link]"
+
+
+def model_run() -> list:
+    """A model agent's run: three calls (the second retried twice upstream, the third refused
+    at the cost limit), the agent stopped at it; steps 3/10, calls 3/4, tokens 1.8k/2k (warn),
+    cost $0.051/$0.05 (error)."""
+    events = [
+        started(agent="model:local", limits=MODEL_LIMITS, run_id=MODEL_RUN_ID),
+        PhaseChanged(phase="prepare", detail="images"),
+        PhaseChanged(phase="generate", detail="model:local"),
+        ModelCallMade(
+            index=1, call_kind="ok", model="qwen-[bold]coder[/]", status=200, attempts=1,
+            tokens_in=900, tokens_out=100, cost=0.03, latency_s=1.25,
+            finish_reason="tool_calls", tool_calls=["bash"],
+        ),
+        AgentCommand(command="ls"),
+        AgentOutput(stream="stdout", text="mini.py\n"),
+        AgentCommandDone(command="ls", exit_code=0, duration_s=0.05),
+        ModelCallMade(
+            index=2, call_kind="ok", model="qwen-[bold]coder[/]", status=200, attempts=3,
+            infra_failures=2, tokens_in=700, tokens_out=80, cost=0.021, latency_s=3.5,
+            finish_reason="stop",
+        ),
+        AgentSaid(text=HOSTILE_REPLY),
+        ModelCallMade(
+            index=3, call_kind="limit", model="qwen-[bold]coder[/]", status=429,
+            error="the run's cost limit of $0.05 is reached", stop_reason="max_cost_usd",
+        ),
+        AgentStopped(reason=StopReason.MODEL_LIMIT, detail="cost limit reached", steps=3),
+        PhaseChanged(phase="freeze"),
+        PhaseChanged(phase="build"),
+        BuildChecked(ok=True, exit_code=0, reason="build command exited 0"),
+        PhaseChanged(phase="evaluate", detail="1 case"),
+        CasesPlanned(case_ids=["public/upper#0"], patterns=["upper"], splits=["public"]),
+        CaseFinished(result=result("public/upper#0")),
+        ScoreUpdated(score=score(1, 1, 1.0)),
+        RunFinished(status="completed", score=score(1, 1, 1.0)),
+    ]  # fmt: skip
+    return stamp(events, MODEL_RUN_ID, RECORDED_T0 + 3600)
+
+
+SYSTEM = {"role": "system", "content": "You are a coding agent. " + "Rules. " * 40}
+PRD_MESSAGE = {"role": "user", "content": "Build mini: upper and count."}
+LS_CALL = {"id": "call_1", "type": "function",
+           "function": {"name": "bash", "arguments": '{"command": "ls"}'}}  # fmt: skip
+
+
+def model_recording() -> list[ModelCall]:
+    """model_calls.jsonl of `model_run`, but for its third call (not recorded)."""
+    first = {"model": "qwen", "messages": [SYSTEM, PRD_MESSAGE], "tools": [{"type": "function"}]}
+    second = {
+        "model": "qwen",
+        "messages": [
+            SYSTEM,
+            PRD_MESSAGE,
+            {"role": "assistant", "content": None, "tool_calls": [LS_CALL]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "mini.py\n"},
+        ],
+    }
+    reply_1 = {"choices": [{"message": {"role": "assistant", "content": None,
+                                        "tool_calls": [LS_CALL]},
+                            "finish_reason": "tool_calls"}]}  # fmt: skip
+    reply_2 = {"choices": [{"message": {"role": "assistant", "content": HOSTILE_REPLY},
+                            "finish_reason": "stop"}]}  # fmt: skip
+    t0 = RECORDED_T0 + 3600
+    return [
+        ModelCall(
+            index=1, kind="ok", started_at=t0 + 7, latency_s=1.25, model="qwen",
+            upstream_model="qwen-[bold]coder[/]", message_count=2, tools_count=1, status=200,
+            upstream_status=200, attempts=1, finish_reason="tool_calls", tool_calls=["bash"],
+            tokens_in=900, tokens_out=100, cost=0.03, request_body=json.dumps(first),
+            response_body=json.dumps(reply_1),
+        ),
+        ModelCall(
+            index=2, kind="ok", started_at=t0 + 19, latency_s=3.5, model="qwen",
+            upstream_model="qwen-[bold]coder[/]", message_count=4, status=200,
+            upstream_status=200, attempts=3, finish_reason="stop", tokens_in=700,
+            tokens_out=80, cost=0.021, request_body=json.dumps(second),
+            response_body=json.dumps(reply_2),
+            infra_failures=[
+                InfraFailure(attempt=1, status=503, error="Service Unavailable", waited_s=0.5),
+                InfraFailure(attempt=2, error="connection reset", waited_s=1.0),
+            ],
+        ),
+    ]  # fmt: skip

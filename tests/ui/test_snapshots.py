@@ -14,10 +14,23 @@ import time
 import pytest
 
 from icae_tui.catalog import Catalog
+from icae_tui.gateway import dump_calls
+from icae_tui.run import MODEL_CALLS_FILE
 from icae_tui.store import RunStore
 from icae_tui.ui.app import IcaeApp
+from icae_tui.ui.screens.model_calls import ModelCallsScreen
 
-from .helpers import RECORDED_ID, RECORDED_T0, recorded_run, stamp, started
+from .helpers import (
+    MODEL_RUN_ID,
+    RECORDED_ID,
+    RECORDED_T0,
+    model_recording,
+    model_run,
+    recorded_run,
+    stamp,
+    started,
+    until,
+)
 
 SIZE = (160, 45)
 SNAPSHOT_TASKS_ROOT = "tasks/mini"  # instead of this checkout's absolute path
@@ -54,6 +67,20 @@ def history(store: RunStore) -> RunStore:
     return store
 
 
+@pytest.fixture
+def model_history(store: RunStore) -> RunStore:
+    """One stored run of a model agent, with its limits and its recorded calls."""
+    events = model_run()
+    store.create_run(MODEL_RUN_ID, "mini", "model:local", "L1", "simulated", events[0].ts)
+    for ev in events:
+        store.append(ev)
+    store.finish_run(MODEL_RUN_ID, "completed", events[-1].ts, 1.0)
+    folder = store.artifacts_dir / MODEL_RUN_ID
+    folder.mkdir(parents=True)
+    (folder / MODEL_CALLS_FILE).write_text(dump_calls(model_recording()))
+    return store
+
+
 def console(catalog: Catalog, store: RunStore) -> IcaeApp:
     app = IcaeApp(catalog=catalog, store=store)
     app.animation_level = "none"
@@ -79,3 +106,20 @@ def test_finished_run_replayed(snap_compare, catalog, history, utc):
 def test_case_detail(snap_compare, catalog, history, utc):
     keys = ["h", "enter", "r", "down", "enter"]  # the results, the second case, its details
     assert snap_compare(console(catalog, history), press=keys, terminal_size=SIZE)
+
+
+def test_model_run_replayed(snap_compare, catalog, model_history, utc):
+    """The header's second line: steps, time, calls, tokens (≥80 %) and cost (reached)."""
+    assert snap_compare(console(catalog, model_history), press=["h", "enter"], terminal_size=SIZE)
+
+
+def test_model_calls(snap_compare, catalog, model_history, utc):
+    """The calls of the model run, the second expanded: new messages, reply, body."""
+
+    async def expanded(pilot) -> None:
+        await pilot.press("h", "enter", "l", "down", "enter")
+        app = pilot.app
+        await until(pilot, lambda: isinstance(app.screen, ModelCallsScreen)
+                    and "reply (finish: stop)" in app.screen.detail_text)  # fmt: skip
+
+    assert snap_compare(console(catalog, model_history), run_before=expanded, terminal_size=SIZE)

@@ -66,7 +66,8 @@ class HistoryScreen(Screen[None]):
         from icae_tui.ui.screens.run import RunScreen
 
         run_id = event.row_key.value or ""
-        self.app.push_screen(RunScreen(ReplaySource(self.store.events(run_id))))
+        source = ReplaySource(self.store.events(run_id))
+        self.app.push_screen(RunScreen(source, artifacts=self.store.artifacts_dir))
 
     def action_back(self) -> None:
         self.app.pop_screen()

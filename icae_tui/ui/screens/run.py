@@ -11,10 +11,16 @@ The operator switches the responder at any moment (m cycles simulated → human 
 1/2/3 pick one; ctrl+t cycles even while typing in the answer box). A question waiting for the
 operator shows the answer box: empty in human mode, pre-filled with the simulated user's draft
 in assisted mode. Switching back to simulated hands the waiting question to the simulated user.
+
+Under the header, a second line shows the agent's usage against its limits (steps, wall
+clock, model calls, tokens, cost; "warn" from 80 %, "error" at the limit) when it has limits
+or made model calls. Each model call is one line of the trace; l opens the run's model calls
+(a table, Enter expands one from the run's model_calls.jsonl), live, finished or replayed.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rich.text import Text
@@ -27,9 +33,11 @@ from textual.worker import Worker, WorkerState
 
 from icae_tui.display.sources import ReplaySource, RunSource
 from icae_tui.display.view import RunView
-from icae_tui.display.wording import OPERATOR_MODES, clock, model_usage, phase_step
+from icae_tui.display.wording import OPERATOR_MODES, clock, phase_step, usage_segments
 from icae_tui.domain.events import Event, QuestionAsked, RunFinished, RunStarted
+from icae_tui.run import MODEL_CALLS_FILE
 from icae_tui.ui.screens.dialogs import CaseDetailScreen, ConfirmScreen
+from icae_tui.ui.screens.model_calls import ModelCallsScreen
 from icae_tui.ui.text import MODE_STYLES, clip, safe, score_text, segments, style_of
 from icae_tui.ui.widgets.answer import AnswerBox
 from icae_tui.ui.widgets.clarifications import ClarificationPane
@@ -38,6 +46,7 @@ from icae_tui.ui.widgets.trace import TraceLog
 from icae_tui.users.responders import MODES
 
 FLUSH_S = 0.08
+SCRIPTED = "scripted:"  # agents that call no model
 RUN_GROUP = "icae-run"
 
 
@@ -49,6 +58,7 @@ class RunScreen(Screen[None]):
         Binding("t", "focus('#trace')", "Trace", show=False),
         Binding("r", "focus('#results')", "Results", show=False),
         Binding("f", "follow", "Follow trace"),
+        Binding("l", "model_calls", "Model calls"),  # m is taken: it switches the responder
         # m cycles simulated → human → assisted; only the binding for the next mode is active,
         # so the footer reads "Responder ▸ <next>". ctrl+t does the same from anywhere; it is
         # listed in the footer while the answer box has the focus (where m would be typed).
@@ -67,9 +77,12 @@ class RunScreen(Screen[None]):
         ),
     ]
 
-    def __init__(self, source: RunSource | None = None) -> None:
+    def __init__(self, source: RunSource | None = None, *, artifacts: Path | None = None) -> None:
+        """`artifacts`: the store's folder of run artifacts (`RunStore.artifacts_dir`), where
+        the run's model_calls.jsonl is; without it, the folder of the run's report."""
         super().__init__()
         self.source: RunSource = source if source is not None else ReplaySource()
+        self.artifacts = artifacts
         self.view = RunView()
         self.worker: Worker[Any] | None = None
         self.outcome: Any = None
@@ -89,6 +102,9 @@ class RunScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(id="run-header")
+        usage = Static(id="run-usage")
+        usage.display = False
+        yield usage
         with Horizontal(id="run-top"):
             trace = TraceLog(id="trace")
             trace.border_title = "Agent trace"
@@ -208,6 +224,8 @@ class RunScreen(Screen[None]):
             self._render_header()
             if v.started is not None:
                 self.sub_title = f"{v.started.task_id} · {v.started.agent}"
+        if self._changed("has_calls", self._has_model_calls()):
+            self.refresh_bindings()
         if self._changed("mode", self.mode):
             self._mode_changed()
         if self._changed("turns", (v.head_rev, v.turns_rev)):
@@ -267,12 +285,18 @@ class RunScreen(Screen[None]):
             text.append_text(clip(value, 40, "bold"))
         text.append("   responder ", style="dim")
         text.append_text(clip(self.mode or "—", 20, MODE_STYLES.get(self.mode, "bold")))
-        if (m := v.model).calls:
-            text.append("   model ", style="dim")
-            text.append(model_usage(m.calls, m.tokens_in, m.tokens_out, m.cost), style="bold")
         text.append("   ")
         text.append_text(clip(st.task_title, 60, "italic dim"))
         header.update(text)
+        self._render_usage()
+
+    def _render_usage(self) -> None:
+        """The agent's usage against its limits, under the header (when there is any)."""
+        usage = self.query_one("#run-usage", Static)
+        segs = usage_segments(self.view.usage(self._clock_end()))
+        usage.display = bool(segs)
+        if segs:
+            usage.update(segments(segs))
 
     # --- the responder and the operator answering ---------------------------------------------
 
@@ -465,7 +489,29 @@ class RunScreen(Screen[None]):
             return action == "cycle" or self._typing()
         if action == "responder":
             return self._can_switch() and parameters[0] != self.mode
+        if action == "model_calls":  # not for scripted agents: they call no model
+            return self._has_model_calls()
         return True
+
+    # --- model calls --------------------------------------------------------------------------
+
+    def _has_model_calls(self) -> bool:
+        """Calls were made, or may be: configured agents reach a model through the gateway."""
+        st = self.view.started
+        return bool(self.view.calls) or (st is not None and not st.agent.startswith(SCRIPTED))
+
+    def calls_file(self) -> Path | None:
+        """The run's model_calls.jsonl (it may not exist yet, or at all)."""
+        run_id = self.view.started.run_id if self.view.started is not None else ""
+        run_id = run_id or self.source.run_id
+        if self.artifacts is not None and run_id:
+            return self.artifacts / run_id / MODEL_CALLS_FILE
+        if self.view.finished is not None and self.view.finished.report_path:
+            return Path(self.view.finished.report_path).with_name(MODEL_CALLS_FILE)
+        return None
+
+    def action_model_calls(self) -> None:
+        self.app.push_screen(ModelCallsScreen(self.view, self.calls_file(), live=self.running))
 
     def action_follow(self) -> None:
         trace = self.trace

@@ -1,6 +1,17 @@
-"""Run setup: agent, level and responder for one task. Start returns a RunConfig."""
+"""Run setup: agent, level and responder for one task. Start returns a RunConfig.
+
+The agents offered are the task's scripted ones (`scripted:<solution>`) and the configured
+ones (`model:<name>`, `<kind>:<name>`: from the defaults, the user's agents.toml and the
+`icae --agents` files), each with its state. An agent that is not ready is listed but cannot start: the note under
+the choices says what to set. Broken entries of the agents files are listed, located.
+"""
 
 from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -9,10 +20,19 @@ from textual.containers import Grid, Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Label, Select, Static
 
-from icae_tui.agents.registry import available_agents
+from icae_tui.agents.config import (
+    DEFAULTS_FILE,
+    AgentConfig,
+    AgentEntry,
+    AgentState,
+    user_config_file,
+)
+from icae_tui.agents.registry import KINDS, available_agents, configured_agents
+from icae_tui.display.wording import limits_line
 from icae_tui.domain.task import Level, Task
 from icae_tui.run import RunConfig
-from icae_tui.ui.text import safe
+from icae_tui.safe_text import printable
+from icae_tui.ui.text import clip, safe
 
 RESPONDERS = (
     ("simulated", "simulated user"),
@@ -27,10 +47,69 @@ LEVEL_NOTES = {
 }
 
 
+ERRORS_SHOWN = 6  # of the agents files' problems, listed in the dialog
+LABEL_WIDTH = 46  # characters of an agent's label in the chooser
+
+
 def default_agent(agents: list[str]) -> str | None:
     if "scripted:good" in agents:
         return "scripted:good"
     return agents[0] if agents else None
+
+
+@dataclass(frozen=True)
+class AgentChoice:
+    """An agent the chooser offers: its spec, its state and, when not ready, what to set."""
+
+    spec: str
+    state: str = "ready"
+    detail: str = ""  # model @ endpoint, limits, where it was declared
+    fix: str = ""  # empty: it can start
+
+    @property
+    def ready(self) -> bool:
+        return not self.fix
+
+    def label(self) -> Text:
+        text = clip(self.spec, LABEL_WIDTH - len(self.state) - 3)
+        if not self.spec.startswith("scripted:"):
+            text.append(f" — {self.state}", style="green" if self.ready else "yellow")
+        return text
+
+
+def configured_choice(entry: AgentEntry, environ: Mapping[str, str]) -> AgentChoice:
+    """A configured agent, its state in `environ`, and what to set when it is not ready."""
+    spec = f"{entry.kind}:{entry.name}"
+    state = entry.state(environ)
+    s = entry.settings
+    model, base_url = getattr(s, "model", ""), getattr(s, "base_url", None)
+    where = str(entry.source) if entry.line is None else f"{entry.source}:{entry.line}"
+    detail = f"{model} @ {base_url or '(no endpoint)'}" if model else str(entry.kind)
+    detail += f" · limits {limits_line(s.limits)} · from {where}"
+    fix = ""
+    if str(entry.kind) not in KINDS:
+        fix = f"{entry.kind} agents cannot be run by this version"
+    elif state is AgentState.NEEDS_ENDPOINT and entry.source == DEFAULTS_FILE:
+        fix = (
+            f"give it an endpoint: declare [agents.{entry.name}] with its settings and a "
+            f'base_url (e.g. "http://localhost:8000/v1") in {user_config_file(environ)} or a '
+            "file given with icae --agents (it replaces the shipped entry)"
+        )
+    elif state is AgentState.NEEDS_ENDPOINT:
+        example = '"http://localhost:8000/v1"'
+        fix = f"set base_url (e.g. {example}) in [agents.{entry.name}] at {where}"
+    elif state is AgentState.MISSING_KEY:
+        var = getattr(s, "api_key_env", None) or "its api_key_env"
+        fix = f"set the environment variable {var} (the entry's api_key_env), then restart icae"
+    elif state is not AgentState.READY:
+        fix = f"it is not ready ({state})"
+    return AgentChoice(spec, str(state), detail, fix)
+
+
+def agent_choices(task: Task, config: AgentConfig) -> list[AgentChoice]:
+    scripted = [AgentChoice(spec, detail="the task's solution") for spec in available_agents(task)]
+    configured = [configured_choice(e, os.environ) for e in config.agents.values()]
+    return scripted + sorted(configured, key=lambda c: not c.ready)  # the ready ones first
 
 
 class RunSetupScreen(ModalScreen[RunConfig | None]):
@@ -39,11 +118,18 @@ class RunSetupScreen(ModalScreen[RunConfig | None]):
         Binding("ctrl+s", "start", "Start"),
     ]
 
-    def __init__(self, task: Task, pace_s: float | None = None) -> None:
+    def __init__(
+        self, task: Task, pace_s: float | None = None, agent_files: Sequence[Path] = ()
+    ) -> None:
         super().__init__()
         self.target = task
         self.pace_s = pace_s
-        self.agents = available_agents(task)
+        self.agent_files = tuple(agent_files)
+        self.agents_config = configured_agents(self.agent_files)  # small files: read at once
+        self.choices = {c.spec: c for c in agent_choices(task, self.agents_config)}
+        self.agents = list(self.choices)
+        self.ready_agents = [c.spec for c in self.choices.values() if c.ready]
+        self.has_scripted = any(a.startswith("scripted:") for a in self.agents)
 
     def compose(self) -> ComposeResult:
         task = self.target
@@ -57,10 +143,10 @@ class RunSetupScreen(ModalScreen[RunConfig | None]):
             with Grid(id="setup-grid"):
                 yield Label("Agent")
                 yield Select(
-                    [(safe(a), a) for a in self.agents],
-                    value=default_agent(self.agents) or Select.NULL,
-                    allow_blank=not self.agents,
-                    prompt="no agents for this task",
+                    [(c.label(), c.spec) for c in self.choices.values()],
+                    value=default_agent(self.ready_agents) or Select.NULL,
+                    allow_blank=not self.ready_agents,
+                    prompt="no agent ready for this task",
                     id="agent",
                 )
                 yield Label("Level")
@@ -77,20 +163,66 @@ class RunSetupScreen(ModalScreen[RunConfig | None]):
                     allow_blank=False,
                     id="responder",
                 )
-            note = Text(
-                f"question budget {task.spec.budget} · {len(task.cases)} cases",
-                style="dim",
-            )
-            if not self.agents:
-                note = Text("This task has no solutions/ — there is no agent to run.", "red")
-            yield Static(note, id="setup-note")
+            yield Static(self.note(self.selected_default()), id="setup-note")
+            errors = Static(self.errors_text(), id="setup-errors")
+            errors.display = bool(self.agents_config.errors)
+            errors.border_title = "agents files"
+            yield errors
             with Horizontal(id="setup-buttons"):
-                yield Button("Start", variant="primary", id="start", disabled=not self.agents)
+                ready = self.selected_default() is not None
+                yield Button("Start", variant="primary", id="start", disabled=not ready)
                 yield Button("Cancel", id="cancel")
         yield Footer()
 
+    def selected_default(self) -> AgentChoice | None:
+        spec = default_agent(self.ready_agents)
+        return self.choices.get(spec) if spec is not None else None
+
+    def note(self, choice: AgentChoice | None) -> Text:
+        """What the chosen agent is, or what to set before it can start."""
+        task = self.target
+        if not self.agents:
+            return Text("This task has no solutions/ and no agent is configured.", "red")
+        if choice is None:
+            why = "This task has no solutions/ and no" if not self.has_scripted else "No"
+            return Text(f"{why} configured agent is ready: choose one to see what to set.",
+                        "yellow")  # fmt: skip
+        if not choice.ready:
+            text = Text()
+            text.append_text(safe(choice.spec, "bold"))
+            text.append(f" {choice.state}: ", style="yellow")
+            text.append_text(safe(choice.fix, limit=400))
+            return text
+        text = Text(f"question budget {task.spec.budget} · {len(task.cases)} cases", "dim")
+        if not choice.spec.startswith("scripted:"):
+            text.append("\n")
+            text.append_text(safe(choice.detail, "dim", limit=400))
+        return text
+
+    def errors_text(self) -> Text:
+        errors = self.agents_config.errors
+        text = Text(f"{len(errors)} broken entr{'y' if len(errors) == 1 else 'ies'} "
+                    "(the other agents are offered):", "bold")  # fmt: skip
+        for err in errors[:ERRORS_SHOWN]:
+            text.append("\n")
+            text.append(printable(str(err), limit=300), style="red")
+        if len(errors) > ERRORS_SHOWN:
+            text.append(f"\n… {len(errors) - ERRORS_SHOWN} more (see `icae agents`)", "dim")
+        return text
+
+    def chosen(self) -> AgentChoice | None:
+        agent = self.query_one("#agent", Select).value
+        return self.choices.get(agent) if isinstance(agent, str) else None
+
     def on_mount(self) -> None:
-        self.query_one("#start" if self.agents else "#cancel", Button).focus()
+        self.query_one("#start" if self.ready_agents else "#cancel", Button).focus()
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        if event.select.id != "agent":
+            return
+        choice = self.chosen()
+        self.query_one("#setup-note", Static).update(self.note(choice))
+        self.query_one("#start", Button).disabled = choice is None or not choice.ready
 
     def config(self) -> RunConfig | None:
         agent = self.query_one("#agent", Select).value
@@ -104,6 +236,7 @@ class RunSetupScreen(ModalScreen[RunConfig | None]):
             level=Level(str(level)),
             responder=str(responder),
             pace_s=self.pace_s,
+            agent_files=self.agent_files,
         )
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
@@ -114,6 +247,15 @@ class RunSetupScreen(ModalScreen[RunConfig | None]):
             self.action_cancel()
 
     def action_start(self) -> None:
+        choice = self.chosen()
+        if choice is not None and not choice.ready:
+            self.notify(
+                f"{printable(choice.spec)} cannot start ({choice.state}): {choice.fix}",
+                title="Not ready",
+                severity="error",
+                markup=False,
+            )
+            return
         config = self.config()
         if config is None:
             self.notify("Choose an agent first.", severity="warning")

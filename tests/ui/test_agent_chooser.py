@@ -1,0 +1,162 @@
+"""Run setup offers the task's scripted agents and the configured ones, with their state; an
+agent that is not ready cannot start, and says what to set; broken entries are listed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.widgets import Button, OptionList, Select, Static
+
+from icae_tui import cli
+from icae_tui.ui.app import IcaeApp
+from icae_tui.ui.screens.run_setup import RunSetupScreen
+
+from .helpers import until
+
+KEY_VAR = "ICAE_TEST_CHOOSER_KEY"  # never set: the keyed agent misses its key
+
+AGENTS = f"""\
+[agents.local]
+kind = "model"
+model = "qwen2.5-coder:7b"
+base_url = "http://127.0.0.1:9/v1"
+limits = {{ max_steps = 40, max_model_calls = 100 }}
+
+[agents.keyed]
+kind = "model"
+model = "gpt-4.1"
+base_url = "https://api.example.com/v1"
+api_key_env = "{KEY_VAR}"
+
+[agents.broken]
+kind = "model"
+model = 7
+
+[agents.nowhere]
+kind = "model"
+model = "m"
+"""
+
+
+@pytest.fixture
+def agents_file(tmp_path, monkeypatch) -> Path:
+    monkeypatch.delenv(KEY_VAR, raising=False)
+    path = tmp_path / "agents.toml"
+    path.write_text(AGENTS)
+    return path
+
+
+def static_text(widget: Static) -> str:
+    return str(widget.render())
+
+
+def option_labels(setup: RunSetupScreen) -> list[str]:
+    options = setup.query_one("#agent", Select).query_one(OptionList)
+    return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+
+
+async def open_setup(app: IcaeApp, pilot) -> RunSetupScreen:
+    await pilot.press("enter")  # the task list's first task: mini
+    await until(pilot, lambda: isinstance(app.screen, RunSetupScreen))
+    assert isinstance(app.screen, RunSetupScreen)
+    return app.screen
+
+
+async def test_the_chooser_lists_scripted_and_configured_agents_with_their_state(
+    fixture_catalog, store, agents_file
+):
+    app = IcaeApp(catalog=fixture_catalog, store=store, agent_files=[agents_file])
+    async with app.run_test(size=(160, 45)) as pilot:
+        setup = await open_setup(app, pilot)
+        labels = option_labels(setup)
+        scripted = [f"scripted:{name}" for name in fixture_catalog.tasks["mini"].solutions]
+        assert labels[: len(scripted)] == scripted
+        configured = labels[len(scripted) :]
+        assert "model:local — ready" in configured
+        assert "model:keyed — missing key variable" in configured
+        assert configured[0] == "model:local — ready"  # the ready ones first
+        assert "model:openai-compatible — needs an endpoint" in configured  # the defaults'
+        assert not any(label.startswith("model:broken") for label in labels)
+        # the scripted default is chosen and ready; the plumbed file reaches the config
+        assert setup.query_one("#agent", Select).value == "scripted:good"
+        setup.query_one("#agent", Select).value = "model:local"
+        await pilot.pause()
+        assert not setup.query_one("#start", Button).disabled
+        note = static_text(setup.query_one("#setup-note", Static))
+        assert "qwen2.5-coder:7b @ http://127.0.0.1:9/v1" in note
+        assert "limits 40 steps · 100 calls" in note and f"{agents_file}:1" in note
+        config = setup.config()
+        assert config is not None
+        assert config.agent == "model:local" and config.agent_files == (agents_file,)
+
+
+async def test_a_broken_entry_is_reported_with_its_file_and_line(
+    fixture_catalog, store, agents_file
+):
+    app = IcaeApp(catalog=fixture_catalog, store=store, agent_files=[agents_file])
+    async with app.run_test(size=(160, 45)) as pilot:
+        setup = await open_setup(app, pilot)
+        errors = setup.query_one("#setup-errors", Static)
+        assert errors.display
+        text = static_text(errors)
+        assert "1 broken entry" in text
+        assert f"{agents_file}:15: agents.broken.model: Input should be a valid string" in text
+
+
+@pytest.mark.parametrize(
+    ("agent", "says"),
+    [
+        ("model:openai-compatible", "declare [agents.openai-compatible] with its settings"),
+        ("model:nowhere", "set base_url (e.g. "),
+        ("model:keyed", f"set the environment variable {KEY_VAR}"),
+    ],
+)
+async def test_an_agent_that_is_not_ready_cannot_start(
+    fixture_catalog, store, agents_file, agent, says
+):
+    app = IcaeApp(catalog=fixture_catalog, store=store, agent_files=[agents_file])
+    async with app.run_test(size=(160, 45)) as pilot:
+        setup = await open_setup(app, pilot)
+        told: list[str] = []
+        setup.notify = lambda message, **_: told.append(message)  # type: ignore[method-assign]
+        setup.query_one("#agent", Select).value = agent
+        await pilot.pause()
+        assert setup.query_one("#start", Button).disabled
+        note = static_text(setup.query_one("#setup-note", Static))
+        assert says in note.replace("\n", " ")
+        await pilot.press("ctrl+s")  # refused: the dialog stays, and says why
+        await pilot.pause()
+        assert app.screen is setup
+        assert len(told) == 1 and told[0].startswith(f"{agent} cannot start") and says in told[0]
+        if agent == "model:nowhere":
+            assert f"in [agents.nowhere] at {agents_file}:17" in told[0]
+
+
+async def test_without_agents_files_the_defaults_are_offered(fixture_catalog, store):
+    app = IcaeApp(catalog=fixture_catalog, store=store)
+    async with app.run_test(size=(160, 45)) as pilot:
+        setup = await open_setup(app, pilot)
+        assert "model:openai-compatible — needs an endpoint" in option_labels(setup)
+        assert not setup.query_one("#setup-errors", Static).display
+        config = setup.config()
+        assert config is not None and config.agent_files == ()
+
+
+async def test_a_missing_agents_file_is_an_error_not_a_crash(fixture_catalog, store, tmp_path):
+    missing = tmp_path / "nowhere.toml"
+    app = IcaeApp(catalog=fixture_catalog, store=store, agent_files=[missing])
+    async with app.run_test(size=(160, 45)) as pilot:
+        setup = await open_setup(app, pilot)
+        assert f"{missing}: file not found" in static_text(setup.query_one("#setup-errors"))
+        assert setup.query_one("#agent", Select).value == "scripted:good"
+
+
+def test_the_console_command_plumbs_agents_files(monkeypatch, tmp_path, agents_file):
+    opened: list[IcaeApp] = []
+    monkeypatch.setattr(IcaeApp, "run", lambda self, *a, **k: opened.append(self))
+    other = tmp_path / "more.toml"
+    argv = ["--home", str(tmp_path / "home"), "--agents", str(agents_file),
+            "--agents", str(other), "console"]  # fmt: skip
+    assert cli.main(argv) == 0
+    assert len(opened) == 1 and opened[0].agent_files == (agents_file, other)
