@@ -1,9 +1,11 @@
 """Trace parsers: each CLI agent's native output as trace events, and how its run ended.
 
-The fixtures under tests/fixtures/native_logs/ were WRITTEN BY HAND from the formats
+Most fixtures under tests/fixtures/native_logs/ were WRITTEN BY HAND from the formats
 documented in /work/shared/design/AGENTS.md (and, for mini-swe-agent's tool messages and exit
-statuses, its source at a83fcae), not produced by running the agents; logs of real runs come
-in a later step. No Docker.
+statuses, its source at a83fcae). The `real-run.*` ones were PRODUCED BY REALLY RUNNING the
+agents (Claude Code 2.1.332, Codex CLI 0.171.0, mini-swe-agent 2.4.6, Aider 0.86.2) in
+tests/integration/test_cli_agents.py against its local model servers, kept with
+ICAE_KEEP_NATIVE_LOGS=DIR. No Docker here.
 """
 
 from __future__ import annotations
@@ -428,3 +430,53 @@ def test_fixtures_with_values_of_the_wrong_type_never_raise(kind):
         for doc in trajectories:
             _check(p.file("traj.json", json.dumps(_mutate(doc, rng)).encode()))
         assert isinstance(p.end(rng.choice([0, 1, None])), AgentEnd)
+
+
+# --- logs of real runs ---------------------------------------------------------------------
+
+ASKED = 'icae-ask "How should unknown operations be reported?"'
+
+
+def _commands(events: list[Event]) -> list[str]:
+    return [ev.command for ev in events if isinstance(ev, AgentCommand)]
+
+
+def test_real_claude_code_run():
+    parser = parser_for(TraceParser.CLAUDE_STREAM_JSON)
+    events = _lines(parser, LOGS / "claude" / "real-run.jsonl")
+    assert _commands(events)[0] == ASKED and "cat > mini.py" in _commands(events)[1]
+    done = [ev.exit_code for ev in events if isinstance(ev, AgentCommandDone)]
+    assert done == [0, 0, 0]
+    answers = [ev.text for ev in events if isinstance(ev, AgentOutput)]
+    assert any("error=unknown_op" in text for text in answers)  # the user's answer
+    assert parser.end(0) == AgentEnd(True, "Built mini.py.", None, parser.end(0).detail)
+
+
+def test_real_codex_run():
+    parser = parser_for(TraceParser.CODEX_JSON)
+    events = _lines(parser, LOGS / "codex" / "real-run.jsonl")
+    commands = _commands(events)
+    assert ASKED in commands[0] and "cat > mini.py" in commands[1]
+    said = [ev.text for ev in events if isinstance(ev, AgentSaid)]
+    assert said == ["Built mini.py."]
+    end = parser.end(0)
+    assert end.submitted and end.final_message == "Built mini.py."
+
+
+def test_real_mini_swe_agent_run():
+    parser = parser_for(TraceParser.MINI_SWE_AGENT)
+    events = parser.file("traj.json", (LOGS / "mini" / "real-run.json").read_bytes())
+    commands = _commands(events)
+    assert commands[0] == ASKED and "cat > mini.py" in commands[1]
+    assert [ev.exit_code for ev in events if isinstance(ev, AgentCommandDone)][:3] == [0, 0, 0]
+    end = parser.end(0)
+    assert end.submitted and "built mini.py" in end.final_message
+
+
+def test_real_aider_run_asks_then_writes():
+    parser = parser_for(TraceParser.AIDER)
+    events = parser.file("chat.md", (LOGS / "aider" / "real-run.md").read_bytes())
+    said = [ev.text for ev in events if isinstance(ev, AgentSaid)]
+    assert said[0].endswith("ASK: How should unknown operations be reported?")
+    assert [ev.path for ev in events if isinstance(ev, AgentWrote)] == ["mini.py"]
+    assert parser.end(0).submitted

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator
+import os
+import shutil
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,15 @@ from icae_tui.domain.events import (
     QuestionAsked,
 )
 from icae_tui.run import Run, RunConfig
-from tests.integration.test_model_agent import KEY, KEY_VAR, _good_code, _tool, upstream
+from tests.integration.test_model_agent import (
+    KEY,
+    KEY_VAR,
+    USAGE,
+    _chunks,
+    _good_code,
+    _tool,
+    upstream,
+)
 
 pytestmark = pytest.mark.docker
 
@@ -89,6 +99,7 @@ async def test_mini_swe_agent_builds_mini_inside_its_container(
     # The native trajectory is kept beside the run's records.
     kept = store.artifacts_dir / run.run_id / "agent_logs" / "traj.json"
     assert json.loads(kept.read_text())["info"]["exit_status"] == "Submitted"
+    _keep_native_log(run, store, "mini")
 
 
 # --- Claude Code against a server that speaks the Anthropic Messages API -----------------
@@ -209,3 +220,132 @@ async def test_claude_code_builds_mini_through_the_messages_api(
     calls = [e for e in events if isinstance(e, ModelCallMade)]
     assert len(calls) >= 4 and {c.call_kind for c in calls} == {"ok"}
     assert (store.artifacts_dir / run.run_id / "agent_logs" / "stdout.log").is_file()
+    _keep_native_log(run, store, "claude")
+
+
+# --- Codex CLI and Aider against a Chat Completions server ---------------------------------
+
+
+class ChatByTurns:
+    """A Chat Completions server whose reply depends on the request (`reply(body)`), so an
+    agent's side calls and retries do not shift a scripted queue; streamed or not."""
+
+    def __init__(self, reply: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        self.reply = reply
+        self.requests: list[tuple[dict[str, str], dict[str, Any]]] = []
+
+    async def completions(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.requests.append((dict(request.headers), body))
+        message = self.reply(body)
+        if not body.get("stream"):
+            return web.json_response({"id": f"c{len(self.requests)}", "object": "chat.completion",
+                "created": 0, "model": body["model"], "choices": [{"index": 0,
+                "message": message, "finish_reason": "stop"}], "usage": USAGE})  # fmt: skip
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        chunks = _chunks(message)
+        if (body.get("stream_options") or {}).get("include_usage"):
+            chunks.append({"choices": [], "usage": USAGE})
+        for chunk in chunks:
+            chunk |= {"id": f"c{len(self.requests)}", "object": "chat.completion.chunk",
+                      "created": 0, "model": body["model"]}  # fmt: skip
+            await resp.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        await resp.write(b"data: [DONE]\n\n")
+        return resp
+
+
+@contextlib.asynccontextmanager
+async def chat_upstream(
+    reply: Callable[[dict[str, Any]], dict[str, Any]],
+) -> AsyncIterator[tuple[ChatByTurns, str]]:
+    up = ChatByTurns(reply)
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", up.completions)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield up, f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
+    finally:
+        await runner.cleanup()
+
+
+def _codex_reply(body: dict[str, Any]) -> dict[str, Any]:
+    """Codex's shell tool, whichever its version offers; the turn from the tool results."""
+    tools = {(t.get("function") or {}).get("name") for t in body.get("tools") or []}
+    if not tools:
+        return {"role": "assistant", "content": "ok"}
+    done = sum(1 for m in body["messages"] if m.get("role") == "tool")
+    commands = [
+        c for c in (f'icae-ask "{QUESTION}"', "cat > mini.py <<'EOF'\n" + _good_code() + "EOF")
+    ]
+    if done >= len(commands):
+        return {"role": "assistant", "content": "Built mini.py."}
+    command = commands[done]
+    if "exec_command" in tools:
+        name, args = "exec_command", {"cmd": command}
+    else:
+        name, args = "shell", {"command": ["bash", "-lc", command]}
+    return _tool(name, json.dumps(args), f"call_{done}")
+
+
+async def test_codex_builds_mini_through_the_responses_api_translated(
+    fixture_catalog, store, tmp_path, monkeypatch
+):
+    monkeypatch.setenv(KEY_VAR, KEY)
+    async with chat_upstream(_codex_reply) as (up, base_url):
+        agents = _agents_file(tmp_path, "codex", base_url, 'wire_api = "chat"\n')
+        run, outcome = await _run(fixture_catalog, store, agents)
+    assert outcome.status == "completed", outcome.error
+    events = store.events(run.run_id)
+    [stopped] = [e for e in events if isinstance(e, AgentStopped)]
+    assert stopped.reason == "submitted", stopped
+    assert outcome.score.overall == 1.0
+    [asked] = [e for e in events if isinstance(e, QuestionAsked)]
+    assert asked.text == QUESTION
+    commands = [e.command for e in events if isinstance(e, AgentCommand)]
+    assert any("icae-ask" in c for c in commands) and any("mini.py" in c for c in commands)
+    calls = [e for e in events if isinstance(e, ModelCallMade)]
+    assert calls and {c.call_kind for c in calls} == {"ok"}
+    assert {h["Authorization"] for h, _ in up.requests} == {f"Bearer {KEY}"}
+    _keep_native_log(run, store, "codex")
+
+
+def _aider_reply(body: dict[str, Any]) -> dict[str, Any]:
+    """Aider cannot run icae-ask: it asks with an ASK: line, and gets the answer as the next
+    message; then it writes the file in its `whole` edit format."""
+    last = str(body["messages"][-1].get("content") or "")
+    if "question(s) left" not in last:
+        return {"role": "assistant", "content": f"I need to know one thing.\nASK: {QUESTION}"}
+    return {"role": "assistant", "content": "mini.py\n```\n" + _good_code() + "```\n"}
+
+
+async def test_aider_asks_with_an_ask_line_and_builds_mini(
+    fixture_catalog, store, tmp_path, monkeypatch
+):
+    monkeypatch.setenv(KEY_VAR, KEY)
+    async with chat_upstream(_aider_reply) as (up, base_url):
+        agents = _agents_file(tmp_path, "aider", base_url)
+        run, outcome = await _run(fixture_catalog, store, agents)
+    assert outcome.status == "completed", outcome.error
+    events = store.events(run.run_id)
+    [stopped] = [e for e in events if isinstance(e, AgentStopped)]
+    assert stopped.reason == "submitted", stopped
+    [asked] = [e for e in events if isinstance(e, QuestionAsked)]
+    assert asked.text == QUESTION
+    wrote = [e.path for e in events if e.kind == "agent_wrote"]
+    assert any(p.endswith("mini.py") for p in wrote)
+    assert outcome.score.overall == 1.0
+    _keep_native_log(run, store, "aider")
+
+
+def _keep_native_log(run, store, agent: str) -> None:
+    """With ICAE_KEEP_NATIVE_LOGS=DIR, a real run's native logs are copied there: where the
+    parser fixtures of tests/fixtures/native_logs/<agent>/real-* come from."""
+    target = os.environ.get("ICAE_KEEP_NATIVE_LOGS")
+    if not target:
+        return
+    source = store.artifacts_dir / run.run_id / "agent_logs"
+    shutil.copytree(source, Path(target) / agent, dirs_exist_ok=True)
