@@ -184,6 +184,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         agent_files=tuple(Path(f) for f in args.agents or ()),
         model_replay=args.model_replay,
+        icae_wire=args.icae_wire,
     )
     try:
         outcome = asyncio.run(run_headless(config, store, verbose=args.verbose))
@@ -330,6 +331,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--concurrency", type=POSITIVE_INT, default=None,
                      help="cases evaluated at once (at least 1)")  # fmt: skip
     run.add_argument("-v", "--verbose", action="store_true", help="print agent command output")
+    run.add_argument("--icae-wire", action="store_true",
+                     help="host ICAE-EVAL's agents unchanged: their Clarification section in "
+                     "the PRD, their user-agent wire on 127.0.0.1:50002 in the container")  # fmt: skip
 
     sub.add_parser("agents", help="list the configured agents, their state and any errors")
 

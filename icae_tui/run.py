@@ -50,6 +50,7 @@ from icae_tui.evaluation.gate import (
     delivery_image_name,
     freeze,
     remove_image,
+    start_icae_wire_forwarders,
     start_model_proxy,
 )
 from icae_tui.evaluation.scoring import score
@@ -72,9 +73,11 @@ from icae_tui.sandbox.engine import EngineUnavailable, connect, is_engine_error
 from icae_tui.sandbox.images import ImageBuildError, TaskImages, ensure_task_images
 from icae_tui.sandbox.reaper import reap, reap_ask_folders, remove_run_containers
 from icae_tui.store import RunStore
-from icae_tui.users.ask_server import icae_ask_script, serving
+from icae_tui.users.ask_server import icae_ask_script, icae_wire_routes, serving
 from icae_tui.users.channel import ClarificationChannel
+from icae_tui.users.icae_wire import QUERY_PORT, with_clarification
 from icae_tui.users.model_user import ModelConfig, ModelUser
+from icae_tui.users.public_cases import public_case_files, with_public_cases
 from icae_tui.users.responders import Desk, Responder, SimulatedUser
 
 log = logging.getLogger(__name__)
@@ -99,6 +102,11 @@ class RunConfig:
     splits: tuple[Split, ...] = (Split.PUBLIC, Split.HIDDEN, Split.ENHANCED)
     agent_files: tuple[Path, ...] = ()  # agents.toml files given with --agents
     model_replay: str | None = None  # a run id: its recorded model calls answer this run's
+    # ICAE-EVAL's agents, unchanged: their Clarification section in the PRD, their user-agent
+    # wire on 127.0.0.1:icae_wire_port (init one below, stats one above) in the container.
+    # Off by default: the section's append_id is per run, so a model replay would diverge.
+    icae_wire: bool = False
+    icae_wire_port: int = QUERY_PORT
 
     def __post_init__(self) -> None:
         """Options from any display are checked here, once, with the option's name."""
@@ -108,6 +116,8 @@ class RunConfig:
             raise ValueError(f"concurrency must be at least 1, not {self.concurrency}")
         if self.pace_s is not None and self.pace_s < 0:
             raise ValueError(f"pace must be 0 s or more, not {self.pace_s}")
+        if not 2 <= self.icae_wire_port <= 65534:  # its init and stats ports are beside it
+            raise ValueError(f"icae_wire_port must be 2 to 65534, not {self.icae_wire_port}")
         try:
             self.responder = ResponderMode(self.responder)
         except ValueError:
@@ -173,7 +183,11 @@ class Run:
 
     def _auto_responder(self) -> Responder:
         cfg = self.config
-        data = cfg.task.user_agent[cfg.level].oracle_data
+        # the level's records, and a TC_<stem> record for each public case file: an agent
+        # that asks for a feature's public test cases gets them (never hidden ones)
+        data = with_public_cases(
+            cfg.task.user_agent[cfg.level].oracle_data, public_case_files(Path(cfg.task.root))
+        )
         if cfg.user_model is not None:
             return ModelUser(data, cfg.user_model)
         return SimulatedUser(data)
@@ -313,7 +327,8 @@ class Run:
         image = await self._agent_image(docker, agent, images.agent)
         async with (
             ClarificationChannel(self.desk, self.budget, self.emit) as channel,
-            serving(channel) as ask_server,  # closed first: then the final count
+            # closed first: then the final count
+            serving(channel, task_id=task.id, icae_port=cfg.icae_wire_port) as ask_server,
             self._model_gateway(agent) as gateway,
         ):
             binds = [ask_server.bind] + ([gateway.bind] if gateway is not None else [])
@@ -330,14 +345,20 @@ class Run:
                 )  # fmt: skip
                 if gateway is not None:
                     session.extra_env = await start_model_proxy(agent_box, gateway)
-                await self._build(agent, session, gateway)
+                prd = task.prd[cfg.level]
+                if cfg.icae_wire:
+                    await start_icae_wire_forwarders(
+                        agent_box, icae_wire_routes(cfg.icae_wire_port)
+                    )
+                    prd = with_clarification(prd, ask_server.wire, cfg.icae_wire_port)
+                await self._build(agent, session, gateway, prd)
                 await self.emit(PhaseChanged(phase=Phase.FREEZE, detail=delivery_image))
                 await freeze(agent_box, task, delivery_image, run_id=self.run_id)
             finally:
                 await agent_box.remove()
 
     async def _build(
-        self, agent: Agent, session: AgentSession, gateway: ModelGateway | None
+        self, agent: Agent, session: AgentSession, gateway: ModelGateway | None, prd: str
     ) -> None:
         """The agent builds; it ends by submitting, or a limit or an error stops it. Either
         way the run goes on: what is in the container is frozen and judged."""
@@ -349,7 +370,7 @@ class Run:
             # the wall clock is the run's to enforce: an agent stuck in one long command or
             # one slow model call is stopped all the same
             async with asyncio.timeout(seconds):
-                final = await agent.build(self.config.task.prd[self.config.level], session)
+                final = await agent.build(prd, session)
         except TimeoutError:
             stop = AgentStop(StopReason.TIME_LIMIT, f"time limit of {seconds:g} s")
             await self.emit(

@@ -69,9 +69,15 @@ async def test_bodies_that_are_too_big_not_json_or_not_a_question_are_refused(mi
         for path in ("/v1/records", "/../../etc/passwd", "/v1/ask/../../cases", "/%2e%2e/oracle"):
             async with http.get("http://agent" + path) as r:
                 assert r.status in (404, 405), path
-        # Any POST path is the ICAE wire shape: it may only ask, within the same budget.
-        body = {"task_id": "other", "level": "ground", "budget": 999, "question": QUESTION}
+        # The ICAE wire (POST /) asks only with the run's own append_id: a forged one, another
+        # task, a level or a budget of its own get a refusal and use up nothing.
+        body = {"append_id": "7", "task_id": "other", "level": "ground", "budget": 999,
+                "question": QUESTION}  # fmt: skip
+        async with http.post("http://agent/", json=body) as r:
+            forged = await r.json()
         async with http.post("http://agent/../../api/ask", json=body) as r:
-            wire = await r.json()
-    assert wire == {"data": "Print error=unknown_op and exit 2.", "status": {"remaining": 2}}
+            assert r.status == 404  # only / is the wire, as in ICAE-EVAL
+        async with http.post("http://agent/v1/ask", json={"question": QUESTION}) as r:
+            assert (await r.json())["remaining"] == 2
+    assert forged == {"data": "", "status": {"ok": False, "error": "invalid append_id"}}
     assert channel.used == 1 and channel.budget == 3

@@ -72,6 +72,30 @@ async def start_model_proxy(agent_box: Container, gateway: ModelGateway) -> dict
     return gateway.agent_env(MODEL_PROXY_PORT)
 
 
+async def start_icae_wire_forwarders(agent_box: Container, routes: dict[int, str]) -> None:
+    """Agents written for ICAE-EVAL POST to 127.0.0.1:50002 (init 50001, stats 50003): the
+    model proxy's byte forwarder, one per port, onto the ask socket mounted in the container
+    (which keeps network `none`). Its logs are on a tmpfs, its script removed by `freeze`:
+    neither is part of the delivery."""
+    await agent_box.put_files({MODEL_PROXY: model_proxy_script()}, mode=0o755)
+    logs = {port: f"/dev/shm/icae-wire-{port}.log" for port in routes}
+    launch = " ".join(
+        f"setsid nohup {MODEL_PROXY} --port {port} --socket {path} > {logs[port]} 2>&1 & "
+        for port, path in routes.items()
+    )
+    waits = " ".join(f"grep -q listening {log} &&" for log in logs.values())
+    started = await agent_box.exec(
+        f"{launch} for _ in $(seq 100); do {waits} exit 0; sleep 0.05; done; "
+        f"cat {' '.join(logs.values())} >&2; exit 1",
+        timeout_s=30,
+    )
+    if started.exit_code != 0:
+        why = started.stderr.decode(errors="replace").strip()[-300:] or "no output"
+        raise RuntimeError(
+            f"the ICAE wire forwarders did not start in the agent's container: {why}"
+        )
+
+
 async def remove_image(docker: aiodocker.Docker, image: str) -> None:
     async def delete() -> None:
         with contextlib.suppress(aiodocker.DockerError):

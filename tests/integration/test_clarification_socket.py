@@ -24,7 +24,7 @@ class C(http.client.HTTPConnection):
 c = C("localhost")
 body = {"append_id": 7, "task_id": "some-other-task", "level": "ground", "budget": 999,
         "question": "How is the word count formatted?"}
-c.request("POST", "/api/ask", json.dumps(body), {"Content-Type": "application/json"})
+c.request("POST", "/", json.dumps(body), {"Content-Type": "application/json"})
 print(c.getresponse().read().decode())
 c = C("localhost"); c.request("GET", "/v1/records"); print("records:", c.getresponse().status)
 c = C("localhost"); c.request("GET", "/v1/status"); print("status:", c.getresponse().read().decode())
@@ -62,16 +62,15 @@ async def test_icae_ask_and_icae_wire_from_inside_the_container(tmp_path, store)
     answered = [e for e in events if isinstance(e, QuestionAnswered)]
     assert [(a.via, a.text) for a in asked] == [
         ("icae-ask", "How should unknown operations be reported?"),
-        ("icae-wire", "How is the word count formatted?"),
-    ]
-    assert [a.record_ids for a in answered] == [["C001"], ["C002"]]
+    ]  # the wire refused a forged append_id before any budget was used
+    assert [a.record_ids for a in answered] == [["C001"]]
     output = "".join(e.text for e in events if isinstance(e, AgentOutput))
     assert "Print error=unknown_op and exit 2." in output  # icae-ask printed the answer
     assert "question(s) left" in output
     wire = json.loads(next(line for line in output.splitlines() if line.startswith('{"data"')))
-    assert wire == {"data": "Print words=<n>.", "status": {"remaining": 1}}  # budget 3, not 999
+    assert wire == {"data": "", "status": {"ok": False, "error": "invalid append_id"}}
     assert "records: 405" in output or "records: 404" in output
-    assert '"budget": 3' in output and '"remaining": 1' in output
+    assert '"budget": 3' in output and '"remaining": 2' in output
     assert "read-only" in output
     assert "no-oracle" in output and "no-secrets" in output  # no oracle, no cases in its view
 
