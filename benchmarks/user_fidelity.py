@@ -1,0 +1,253 @@
+"""How faithfully the simulated user answers real clarification questions.
+
+    python benchmarks/user_fidelity.py [--split test|dev|all] [--sets a,b] [--show-misses]
+    python benchmarks/user_fidelity.py --model NAME --base-url URL [--api-key-env VAR]
+
+The corpus is `benchmarks/fidelity/sets/<set>/`: a record set in ICAE-EVAL's user-agent
+format (`user_agent.json`, or `source.txt` naming a task's `user_agent/<level>.json`) and
+`questions.jsonl`, one labelled question a line: `expect` lists every record that rightly
+answers it (`[]`: the right answer is the fallback), `split` says dev (for tuning) or test
+(never tuned on). How the questions were written, and by whom, is in
+`benchmarks/fidelity/README.md`.
+
+For each question the user answers with a set of records (none: the fallback):
+- right        — answerable, and every record given is in `expect`;
+- leak         — a record outside `expect` was given (answerable or not);
+- false fallback — answerable, but the fallback was given;
+- correct fallback — unanswerable, and the fallback was given.
+Printed per set and overall: right-record recall (right / answerable), leak rate (leaks /
+all questions), false fallback (/ answerable), correct fallback (/ unanswerable), and the
+latency of one answer (median, p95). Then the same matcher's latency against one level of
+about 100 records (all sets' records together), the figure the target names. Beside the
+matcher, the same figures for a baseline measured in the same run: `process.extractOne`
+over all trigger phrases with a cut-off (the least a matcher can do).
+
+With `--model`, the model mode (a model choosing among the matcher's candidates, audited)
+is measured instead, through the `openai` package against any OpenAI-compatible endpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from rapidfuzz import fuzz, process  # noqa: E402
+
+from icae_tui.domain.task import HiddenConstraint, OracleData  # noqa: E402
+from icae_tui.users.matching import match, prepare  # noqa: E402
+from icae_tui.users.public_cases import with_public_cases  # noqa: E402
+
+SETS = Path(__file__).resolve().parent / "fidelity" / "sets"
+BASELINE_CUTOFF = 70.0
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    text: str
+    style: str
+    expect: frozenset[str]
+    split: str
+
+
+@dataclass
+class RecordSet:
+    name: str
+    data: OracleData
+    questions: list[Question]
+
+
+def load_set(folder: Path) -> RecordSet:
+    """A set's records (with TC_<stem> records for its public case files) and questions."""
+    source = folder / "source.txt"
+    if source.is_file():
+        path = ROOT / source.read_text().strip()
+        raw = json.loads(path.read_text())
+        public_dir = path.parent.parent / "cases" / "public"
+        public = {p.name: json.loads(p.read_text()) for p in sorted(public_dir.glob("*.json"))}
+    else:
+        raw = json.loads((folder / "user_agent.json").read_text())
+        public = raw.get("public_test_cases") or {}
+    data = with_public_cases(OracleData.model_validate(raw["oracle_data"]), public)
+    questions = []
+    for line in (folder / "questions.jsonl").read_text().splitlines():
+        if line.strip():
+            q = json.loads(line)
+            questions.append(Question(q["id"], q["text"], q.get("style", ""),
+                                      frozenset(q.get("expect") or []), q["split"]))  # fmt: skip
+    return RecordSet(folder.name, data, questions)
+
+
+def load_sets(names: list[str] | None = None) -> list[RecordSet]:
+    folders = sorted(p for p in SETS.iterdir() if (p / "questions.jsonl").is_file())
+    return [load_set(f) for f in folders if not names or f.name in names]
+
+
+@dataclass
+class Tally:
+    answerable: int = 0
+    unanswerable: int = 0
+    right: int = 0
+    leaks: int = 0
+    false_fallback: int = 0
+    correct_fallback: int = 0
+    latencies_ms: list[float] = field(default_factory=list)
+    misses: list[str] = field(default_factory=list)
+
+    def add(self, q: Question, given: list[str], ms: float) -> None:
+        self.latencies_ms.append(ms)
+        got = set(given)
+        leak = bool(got - q.expect)
+        self.leaks += leak
+        if q.expect:
+            self.answerable += 1
+            ok = bool(got) and not leak
+            self.right += ok
+            self.false_fallback += not got
+        else:
+            self.unanswerable += 1
+            ok = not got
+            self.correct_fallback += ok
+        if not ok:
+            self.misses.append(f"  {q.id} [{q.style}] expect {sorted(q.expect) or 'fallback'}, "
+                               f"got {sorted(got) or 'fallback'}: {q.text[:110]!r}")  # fmt: skip
+
+    def merge(self, other: Tally) -> None:
+        for name in ("answerable", "unanswerable", "right", "leaks", "false_fallback",
+                     "correct_fallback"):  # fmt: skip
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.latencies_ms += other.latencies_ms
+        self.misses += other.misses
+
+    def row(self, name: str) -> str:
+        pct = lambda a, b: f"{100 * a / b:5.1f}%" if b else "    —"  # noqa: E731
+        lat = sorted(self.latencies_ms) or [0.0]
+        p95 = lat[min(len(lat) - 1, int(0.95 * len(lat)))]
+        total = self.answerable + self.unanswerable
+        return (f"{name:<16} {total:>4} {pct(self.right, self.answerable)} "
+                f"{pct(self.leaks, total)} {pct(self.false_fallback, self.answerable)} "
+                f"{pct(self.correct_fallback, self.unanswerable)} "
+                f"{statistics.median(lat):7.2f} {p95:7.2f}")  # fmt: skip
+
+
+HEADER = (f"{'set':<16} {'n':>4} {'recall':>6} {'leaks':>6} {'f.fall':>6} {'c.fall':>6} "
+          f"{'med ms':>7} {'p95 ms':>7}")  # fmt: skip
+
+Answer = Callable[[str, OracleData], list[str]]
+
+
+def matcher_answer(question: str, data: OracleData) -> list[str]:
+    return [c.record_id for c in match(question, data).chosen]
+
+
+def baseline_answer(question: str, data: OracleData) -> list[str]:
+    """extractOne over every trigger phrase (and context pointer), with a cut-off."""
+    choices = [(r.constraint_id, t) for r in data.hidden_constraints for t in r.trigger_keywords]
+    choices += [(f"CP{i:03d}", p.vague_reference)
+                for i, p in enumerate(data.context_pointers, start=1)]  # fmt: skip
+    best = process.extractOne(question, [t for _, t in choices], scorer=fuzz.token_set_ratio,
+                              score_cutoff=BASELINE_CUTOFF)  # fmt: skip
+    return [choices[best[2]][0]] if best else []
+
+
+def measure(sets: list[RecordSet], split: str, answer: Answer) -> tuple[list[str], Tally]:
+    rows, overall = [], Tally()
+    for s in sets:
+        prepare(s.data)
+        tally = Tally()
+        for q in s.questions:
+            if split != "all" and q.split != split:
+                continue
+            t0 = time.perf_counter()
+            given = answer(q.text, s.data)
+            tally.add(q, given, (time.perf_counter() - t0) * 1000)
+        rows.append(tally.row(s.name))
+        overall.merge(tally)
+    return rows, overall
+
+
+def merged_level(sets: list[RecordSet]) -> OracleData:
+    """Every set's records in one level (ids prefixed by the set), about 100 records."""
+    records = [HiddenConstraint(constraint_id=f"{s.name}:{r.constraint_id}",
+                                trigger_keywords=r.trigger_keywords,
+                                oracle_response=r.oracle_response)
+               for s in sets for r in s.data.hidden_constraints]  # fmt: skip
+    return OracleData(hidden_constraints=records, fallback_response="unspecified")
+
+
+def latency_on_merged(sets: list[RecordSet], split: str) -> str:
+    level = merged_level(sets)
+    prepare(level)
+    times = []
+    for s in sets:
+        for q in s.questions:
+            if split == "all" or q.split == split:
+                t0 = time.perf_counter()
+                match(q.text, level)
+                times.append((time.perf_counter() - t0) * 1000)
+    times.sort()
+    p95 = times[min(len(times) - 1, int(0.95 * len(times)))]
+    return (f"one level of {len(level.hidden_constraints)} records: median "
+            f"{statistics.median(times):.2f} ms, p95 {p95:.2f} ms over {len(times)} questions")
+
+
+def model_answer_factory(args: argparse.Namespace) -> Answer:
+    from icae_tui.users.model_user import ModelConfig, ModelUser
+
+    key = os.environ.get(args.api_key_env, "") if args.api_key_env else "not-needed"
+    config = ModelConfig(model=args.model, base_url=args.base_url, api_key=key or "not-needed")
+    users: dict[int, ModelUser] = {}
+    loop = asyncio.new_event_loop()
+
+    def answer(question: str, data: OracleData) -> list[str]:
+        user = users.setdefault(id(data), ModelUser(data, config))
+        reply = loop.run_until_complete(user.reply(0, question))
+        return list(reply.record_ids)
+
+    return answer
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--split", choices=["dev", "test", "all"], default="test")
+    p.add_argument("--sets", help="comma-separated set names (default: all)")
+    p.add_argument("--show-misses", action="store_true", help="list every question missed")
+    p.add_argument("--model", help="measure the model mode with this model")
+    p.add_argument("--base-url", help="the model's OpenAI-compatible endpoint")
+    p.add_argument("--api-key-env", default="", help="NAME of the variable holding its key")
+    args = p.parse_args(argv)
+    sets = load_sets(args.sets.split(",") if args.sets else None)
+    n = sum(1 for s in sets for q in s.questions if args.split in ("all", q.split))
+    print(f"{len(sets)} record sets, {n} questions ({args.split} half)\n")
+    contenders: list[tuple[str, Answer]] = [("matcher", matcher_answer)]
+    if args.model:
+        if not args.base_url:
+            p.error("--model needs --base-url")
+        contenders = [(f"model {args.model}", model_answer_factory(args))]
+    contenders.append(("baseline", baseline_answer))
+    for name, answer in contenders:
+        rows, overall = measure(sets, args.split, answer)
+        print(f"== {name}")
+        print(HEADER)
+        print("\n".join(rows))
+        print(overall.row("ALL"))
+        if args.show_misses and name != "baseline":
+            print("\n".join(overall.misses))
+        print()
+    print("latency, matcher, " + latency_on_merged(sets, args.split))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
