@@ -104,7 +104,9 @@ def test_hundred_records_of_six_phrases_same_answers_from_a_fresh_index():
     questions = [f"{phrase()}, and {phrase()}? {phrase()}" for _ in range(20)]
     prepare(big)
     first = [match(question, big) for question in questions]
-    assert all(r.chosen for r in first)  # three phrases of the vocabulary reach a record
+    # three phrases of a deliberately confusable vocabulary: some reach one record clearly,
+    # the others tie with a second one and fall back (a near tie is not revealed)
+    assert any(r.chosen for r in first) and any(not r.chosen for r in first)
     # a pure function of the question and the records: another index, the same answers
     fresh = OracleData.model_validate(big.model_dump())
     assert [match(question, fresh) for question in questions] == first

@@ -120,6 +120,7 @@ SEMVER_L1 = [
         "Thanks. The brief says ranges work like npm does: does that mean the full "
         "node-semver grammar with caret, tilde and hyphen ranges?",
         "CP001",
+        gap="scores 52, under the bar of 55 calibrated on the fidelity corpus's dev half",
     ),
     q("What did you mean by 'the way our old release script did'?", "CP002"),
     q("Could you explain how our old release script did the bumping?", "CP002", also=("C006",)),
@@ -196,13 +197,16 @@ TIDY_L1 = [
         "C002",
         gap="a scenario: only 'already' and 'overwrite' echo the triggers",
     ),
-    q("For --by ext, should the folder for PHOTO.JPG be named JPG or jpg?", "C003"),
+    q(
+        "For --by ext, should the folder for PHOTO.JPG be named JPG or jpg?",
+        "C003",
+        gap="scores 54, under the bar of 55 calibrated on the fidelity corpus's dev half",
+    ),
     q("With date-prefix, does 2024-03-05-report.pdf go into 2024/03/ or 2024-03/?", "C004"),
     q(
         "When two files have identical contents, which one do I delete and which do I keep?",
         "C005",
-        gap="'identical contents' for 'duplicate'",
-    ),
+    ),  # 'identical' meets 'duplicate' through the synonym lexicon (users/lexicon.py)
     q(
         "Should tidy keep a record of what it changed somewhere, like a journal file?",
         "C006",
@@ -215,7 +219,11 @@ TIDY_L1 = [
         "C010",
     ),
     q("How should camelCase names like myFileName be handled by --snake?", "C011"),
-    q("In stats, how are the per-extension lines ordered?", "C012"),
+    q(
+        "In stats, how are the per-extension lines ordered?",
+        "C012",
+        gap="C009 (the summary line) within the margin of 4: a near tie falls back",
+    ),
     q("Which file does stats report as the largest when two have the same size?", "C012"),
     # typos, terse and verbose forms
     q("shoud dotfiles be skiped?", "C001"),
