@@ -198,12 +198,31 @@ def latency_on_merged(sets: list[RecordSet], split: str) -> str:
                 times.append((time.perf_counter() - t0) * 1000)
     times.sort()
     p95 = times[min(len(times) - 1, int(0.95 * len(times)))]
-    return (f"one level of {len(level.hidden_constraints)} records: median "
-            f"{statistics.median(times):.2f} ms, p95 {p95:.2f} ms over {len(times)} questions")
+    return (
+        f"one level of {len(level.hidden_constraints)} records: median "
+        f"{statistics.median(times):.2f} ms, p95 {p95:.2f} ms over {len(times)} questions"
+    )
 
 
-def model_answer_factory(args: argparse.Namespace) -> Answer:
-    from icae_tui.users.model_user import ModelConfig, ModelUser
+@dataclass
+class ModelAudit:
+    """What the model mode's audit must guarantee, checked on every answer: nothing beyond
+    the records it offered, and no text beyond the chosen records."""
+
+    answers: int = 0
+    outside_candidates: int = 0  # a record it was never offered (must stay 0)
+    ungrounded: int = 0  # text not verbatim and not a grounded rephrase (must stay 0)
+    failures: int = 0  # the endpoint failed: the deterministic answer stood in
+
+    def line(self) -> str:
+        return (f"model audit: {self.answers} answers, {self.outside_candidates} with a record "
+                f"never offered, {self.ungrounded} with text beyond their records, "
+                f"{self.failures} endpoint failures")  # fmt: skip
+
+
+def model_answer_factory(args: argparse.Namespace, audit: ModelAudit) -> Answer:
+    from icae_tui.users import matching
+    from icae_tui.users.model_user import ModelConfig, ModelUser, grounded_rephrase
 
     key = os.environ.get(args.api_key_env, "") if args.api_key_env else "not-needed"
     config = ModelConfig(model=args.model, base_url=args.base_url, api_key=key or "not-needed")
@@ -213,6 +232,17 @@ def model_answer_factory(args: argparse.Namespace) -> Answer:
     def answer(question: str, data: OracleData) -> list[str]:
         user = users.setdefault(id(data), ModelUser(data, config))
         reply = loop.run_until_complete(user.reply(0, question))
+        offered = matching.candidates(question, data, k=config.candidates)
+        by_id = {c.record_id: c for c in offered}
+        audit.answers += 1
+        audit.failures += reply.responder != "model"
+        if reply.responder == "model" and reply.record_ids:
+            if not set(reply.record_ids) <= set(by_id):
+                audit.outside_candidates += 1
+            chosen = [by_id[i] for i in reply.record_ids if i in by_id]
+            verbatim = reply.text == "\n\n".join(c.text for c in chosen)
+            if not verbatim and not grounded_rephrase(reply.text, chosen):
+                audit.ungrounded += 1
         return list(reply.record_ids)
 
     return answer
@@ -231,10 +261,11 @@ def main(argv: list[str] | None = None) -> int:
     n = sum(1 for s in sets for q in s.questions if args.split in ("all", q.split))
     print(f"{len(sets)} record sets, {n} questions ({args.split} half)\n")
     contenders: list[tuple[str, Answer]] = [("matcher", matcher_answer)]
+    audit = ModelAudit()
     if args.model:
         if not args.base_url:
             p.error("--model needs --base-url")
-        contenders = [(f"model {args.model}", model_answer_factory(args))]
+        contenders = [(f"model {args.model}", model_answer_factory(args, audit))]
     contenders.append(("baseline", baseline_answer))
     for name, answer in contenders:
         rows, overall = measure(sets, args.split, answer)
@@ -245,8 +276,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.show_misses and name != "baseline":
             print("\n".join(overall.misses))
         print()
+    if args.model:
+        print(audit.line())
     print("latency, matcher, " + latency_on_merged(sets, args.split))
-    return 0
+    return 1 if audit.outside_candidates or audit.ungrounded else 0
 
 
 if __name__ == "__main__":
