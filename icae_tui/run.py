@@ -24,9 +24,12 @@ from icae_tui.agents.base import Agent, AgentError, AgentStop, Limits
 from icae_tui.agents.command_agent import CommandAgent
 from icae_tui.agents.endpoint import GatewayEndpoint
 from icae_tui.agents.model_agent import ModelAgent
+from icae_tui.agents.pause import PauseGate
 from icae_tui.agents.registry import make_agent
 from icae_tui.agents.session import AgentSession
 from icae_tui.domain.events import (
+    AgentPaused,
+    AgentResumed,
     AgentStopped,
     AgentSubmitted,
     CaseFinished,
@@ -67,8 +70,8 @@ from icae_tui.gateway import (
 from icae_tui.gateway import serving as gateway_serving
 from icae_tui.runlog import Display, RunLog
 from icae_tui.sandbox.agent_images import ensure_agent_image
+from icae_tui.sandbox.containers import Container, complete_despite_cancel, create_container
 from icae_tui.sandbox.containers import Limits as BoxLimits
-from icae_tui.sandbox.containers import complete_despite_cancel, create_container
 from icae_tui.sandbox.engine import EngineUnavailable, connect, is_engine_error
 from icae_tui.sandbox.images import ImageBuildError, TaskImages, ensure_task_images
 from icae_tui.sandbox.reaper import reap, reap_ask_folders, remove_run_containers
@@ -149,6 +152,9 @@ class Run:
         self._running = False  # between RunStarted and RunFinished: switches are recorded
         self._background: set[asyncio.Task[None]] = set()
         self.leftovers_removed: list[str] = []  # found by the final sweep: a cleanup bug if any
+        self.gate = PauseGate()  # the operator's pause of the agent
+        self._building: tuple[Agent, Container] | None = None  # while the agent builds
+        self._clock: asyncio.Timeout | None = None  # the agent's wall clock, while it builds
 
     # --- events (the log does the work) ---------------------------------------------------
 
@@ -163,6 +169,31 @@ class Run:
     def answer(self, question_id: int, text: str) -> bool:
         """The operator's answer to a waiting question (human and assisted modes)."""
         return self.desk.answer(question_id, text)
+
+    async def pause(self, by: str = "operator") -> bool:
+        """Pause the agent while it builds: a CLI agent's container is frozen, a host-driven
+        agent stops before its next step. False when it is not building or already paused."""
+        if self._building is None or not self.gate.close():
+            return False
+        agent, box = self._building
+        if isinstance(agent, CommandAgent):
+            await box.raw.pause()
+        await self.emit(AgentPaused(by=by))
+        return True
+
+    async def resume(self) -> bool:
+        """Let a paused agent go on; the time it was paused is not counted against it."""
+        if self._building is None or not self.gate.paused:
+            return False
+        agent, box = self._building
+        if isinstance(agent, CommandAgent):
+            await box.raw.unpause()
+        paused_for = self.gate.open() or 0.0
+        clock = self._clock
+        if clock is not None and clock.when() is not None:
+            clock.reschedule(clock.when() + paused_for)  # type: ignore[operator]
+        await self.emit(AgentResumed(paused_s=round(paused_for, 3)))
+        return True
 
     def set_responder(self, mode: ResponderMode | str) -> bool:
         """Switch who answers, at any moment of the run; a waiting question follows the new
@@ -341,7 +372,7 @@ class Run:
                 session = AgentSession(
                     self.emit, agent_box, workspace, channel,
                     secret_env=cfg.secret_env, limits=agent.limits,
-                    records_dir=self.log.report_path.parent,
+                    records_dir=self.log.report_path.parent, gate=self.gate,
                 )  # fmt: skip
                 if gateway is not None:
                     session.extra_env = await start_model_proxy(agent_box, gateway)
@@ -351,7 +382,16 @@ class Run:
                         agent_box, icae_wire_routes(cfg.icae_wire_port)
                     )
                     prd = with_clarification(prd, ask_server.wire, cfg.icae_wire_port)
-                await self._build(agent, session, gateway, prd)
+                self._building = (agent, agent_box)
+                try:
+                    await self._build(agent, session, gateway, prd)
+                finally:
+                    self._building = None
+                    if self.gate.paused:  # paused when it ended (a limit, an error): go on
+                        self.gate.open()
+                        if isinstance(agent, CommandAgent):
+                            with contextlib.suppress(aiodocker.DockerError):
+                                await agent_box.raw.unpause()
                 await self.emit(PhaseChanged(phase=Phase.FREEZE, detail=delivery_image))
                 await freeze(agent_box, task, delivery_image, run_id=self.run_id)
             finally:
@@ -369,7 +409,7 @@ class Run:
         try:
             # the wall clock is the run's to enforce: an agent stuck in one long command or
             # one slow model call is stopped all the same
-            async with asyncio.timeout(seconds):
+            async with asyncio.timeout(seconds) as self._clock:
                 final = await agent.build(prd, session)
         except TimeoutError:
             stop = AgentStop(StopReason.TIME_LIMIT, f"time limit of {seconds:g} s")

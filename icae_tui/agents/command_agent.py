@@ -99,8 +99,10 @@ class CommandAgent:
                 assert self.settings.resume is not None
                 end = await self._attempt(ctx, parser, render(self.settings.resume, values), values)
         finally:
-            await self._keep_logs(ctx, parser)
-            await ctx.run(f"rm -rf {ICAE_DIR}", 30, on_output=_ignore)
+            # best effort: a cancelled run's container may be frozen (paused) or gone
+            with contextlib.suppress(Exception):
+                await self._keep_logs(ctx, parser)
+                await ctx.run(f"rm -rf {ICAE_DIR}", 30, on_output=_ignore)
         if end.submitted:
             return end.final_message or "done"
         raise AgentStop(end.reason or StopReason.AGENT_ERROR, end.detail or "stopped")

@@ -18,6 +18,7 @@ from pathlib import Path
 import aiodocker
 
 from icae_tui.agents.base import ChatEndpoint, OnOutput
+from icae_tui.agents.pause import PauseGate
 from icae_tui.domain.agent import AgentStop, CommandResult, Limits
 from icae_tui.domain.events import (
     AgentCommand,
@@ -56,6 +57,7 @@ class AgentSession:
         secret_env: tuple[str, ...] = (),
         limits: Limits | None = None,
         records_dir: Path | None = None,
+        gate: PauseGate | None = None,
     ) -> None:
         self._emit = emit
         self._secret_env = secret_env
@@ -64,6 +66,7 @@ class AgentSession:
         self.channel = channel
         self.limits = limits = limits or Limits()
         self.records_dir = records_dir  # where raw logs are kept beside the run's records
+        self.gate = gate or PauseGate()  # the operator's pause: waited on before each step
         self.steps = 0
         self._deadline = (
             asyncio.get_running_loop().time() + limits.max_seconds if limits.max_seconds else None
@@ -111,9 +114,10 @@ class AgentSession:
         return capped, left, killed
 
     async def step(self) -> None:
+        await self.gate.wait()
         if self.limits.max_steps is not None and self.steps >= self.limits.max_steps:
             raise AgentStop(StopReason.STEP_LIMIT, f"step limit of {self.limits.max_steps} reached")
-        if self._deadline is not None and asyncio.get_running_loop().time() >= self._deadline:
+        if self._deadline is not None and self._now() >= self._deadline:
             raise AgentStop(StopReason.TIME_LIMIT, f"time limit of {self.limits.max_seconds:g} s")
         self.steps += 1
 
@@ -237,7 +241,11 @@ class AgentSession:
     def remaining_s(self) -> float | None:
         if self._deadline is None:
             return None
-        return max(0.0, self._deadline - asyncio.get_running_loop().time())
+        return max(0.0, self._deadline - self._now())
+
+    def _now(self) -> float:
+        """The loop's clock less the time spent paused: what the time limit counts."""
+        return asyncio.get_running_loop().time() - self.gate.paused_total_s
 
 
 def _result(res: ExecResult) -> CommandResult:

@@ -156,6 +156,19 @@ class ModelCallMade(Event):
     stop_reason: str | None = None
 
 
+class AgentPaused(Event):
+    """The operator paused the agent (a CLI agent's container is frozen; a host-driven
+    agent waits before its next step)."""
+
+    kind: Literal["agent_paused"] = "agent_paused"
+    by: str = "operator"
+
+
+class AgentResumed(Event):
+    kind: Literal["agent_resumed"] = "agent_resumed"
+    paused_s: float = 0.0  # not counted against the agent's time limit
+
+
 class AgentStopped(Event):
     """Why the agent's phase ended: it submitted, or a limit or an error stopped it."""
 
@@ -285,6 +298,8 @@ AnyEvent = Annotated[
     | AgentOutput
     | AgentCommandDone
     | ModelCallMade
+    | AgentPaused
+    | AgentResumed
     | AgentStopped
     | QuestionAsked
     | QuestionAnswered
