@@ -110,6 +110,10 @@ class RunConfig:
     # Off by default: the section's append_id is per run, so a model replay would diverge.
     icae_wire: bool = False
     icae_wire_port: int = QUERY_PORT
+    # Keep the frozen delivery after a completed run (the console: re-run a case, open a
+    # shell in it); whoever keeps it removes it with `discard_delivery` (else the reaper
+    # does, once this process is gone or its day has passed).
+    keep_delivery: bool = False
 
     def __post_init__(self) -> None:
         """Options from any display are checked here, once, with the option's name."""
@@ -140,6 +144,7 @@ class RunOutcome:
     error: str = ""
     report_path: Path | None = None
     results: list[CaseResult] = field(default_factory=list)
+    sides: Sides | None = None  # the images judged, when kept (RunConfig.keep_delivery)
 
 
 class Run:
@@ -335,10 +340,16 @@ class Run:
         await self.emit(PhaseChanged(phase=Phase.GENERATE, detail=agent.name))
         delivery_image = delivery_image_name(task, self.run_id)
         await self._generate_and_freeze(docker, agent, images, delivery_image)
+        kept = False
         try:
-            return await self._judge(docker, images.oracle, delivery_image)
+            outcome = await self._judge(docker, images.oracle, delivery_image)
+            if self.config.keep_delivery and outcome.status is RunStatus.COMPLETED:
+                outcome.sides = Sides(oracle_image=images.oracle, delivery_image=delivery_image)
+                kept = True
+            return outcome
         finally:
-            await remove_image(docker, delivery_image)
+            if not kept:
+                await remove_image(docker, delivery_image)
 
     async def _prepare(self, docker: aiodocker.Docker) -> TaskImages:
         loop = asyncio.get_running_loop()

@@ -1,0 +1,58 @@
+"""After a run: one case again, as it was or with an edited command or input, against the
+run's kept delivery and the oracle (`RunConfig.keep_delivery`); and the command that opens
+a shell in either side's image. The delivery is removed by `discard_delivery` when the
+operator is done with it."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from icae_tui.domain.results import CaseResult
+from icae_tui.domain.task import CaseRef, Task
+from icae_tui.evaluation.differential import Evaluator, Sides
+from icae_tui.evaluation.gate import remove_image
+from icae_tui.sandbox.engine import connect
+
+UNCHANGED: Any = object()  # an argument left as the case has it
+
+
+def edited(ref: CaseRef, *, command: str | None = None, input: Any = UNCHANGED) -> CaseRef:  # noqa: A002
+    """The case with its command and/or input replaced (the same id: it is that case, tried
+    another way)."""
+    update: dict[str, Any] = {}
+    if command is not None:
+        update["command"] = command
+    if input is not UNCHANGED:
+        update["input"] = input
+    return ref.model_copy(update={"case": ref.case.model_copy(update=update)}) if update else ref
+
+
+async def rerun_case(task: Task, sides: Sides, ref: CaseRef, *, run_id: str) -> CaseResult:
+    """Judge one case again in fresh containers of both sides (the oracle as many times as
+    the task says), exactly as the run did."""
+    docker = await connect()
+    try:
+        async with Evaluator(docker, task, sides, run_id=run_id, concurrency=1) as ev:
+            return await ev.run_case(ref)
+    finally:
+        await docker.close()
+
+
+async def discard_delivery(sides: Sides) -> None:
+    docker = await connect()
+    try:
+        await remove_image(docker, sides.delivery_image)
+    finally:
+        await docker.close()
+
+
+def shell_argv(image: str, workdir: str) -> list[str]:
+    """`docker run` of a throwaway container of `image` with a shell, no network, removed on
+    exit: what the console runs after stepping aside."""
+    return ["docker", "run", "--rm", "-it", "--network", "none", "-w", workdir, image,
+            "bash", "-l"]  # fmt: skip
+
+
+def shell_line(image: str, workdir: str) -> str:
+    return shlex.join(shell_argv(image, workdir))
