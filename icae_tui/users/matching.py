@@ -32,8 +32,8 @@ Algorithm
    task constraints and context pointers, the stricter `GENERIC_THRESHOLD` for generic
    records (ARCH, HARNESS and the TC_ public-case records), which share words with many
    questions — and beats the runner-up by `MARGIN`. A near tie is the fallback (revealing
-   the wrong one of two records is a leak), unless the two are the best answers to two
-   different parts of the question. Another record is added (up to
+   the wrong one of two records is a leak), unless the parts of the question tell them
+   apart: a record that clearly leads a part is chosen (both, when each leads a part). Another record is added (up to
    `MAX_RECORDS_PER_ANSWER`) when it clears its bar and is the best record of a part of the
    question that no chosen record answers (none scores within `PART_MARGIN` of it there):
    a message asking two things gets both answers. The answer is the chosen records' texts
@@ -574,9 +574,14 @@ def _bar(record_id: str) -> float:
     return GENERIC_THRESHOLD if record_id.startswith(GENERIC_PREFIXES) else THRESHOLD
 
 
-def _best_of_parts(parts: list[dict[int, float]]) -> set[int]:
-    """The record that scores best in each part of a many-part question."""
-    return {max(p, key=lambda i: (p[i], -i)) for p in parts[1:] if p}
+def _clear_leads(parts: list[dict[int, float]]) -> set[int]:
+    """Records that lead some part of a many-part question by MARGIN over every other."""
+    out = set()
+    for p in parts[1:]:
+        ranked = sorted(p.values(), reverse=True)
+        if ranked and (len(ranked) == 1 or ranked[0] - ranked[1] >= MARGIN):
+            out.add(max(p, key=lambda i: (p[i], -i)))
+    return out
 
 
 def match(question: str, data: OracleData) -> MatchResult:
@@ -594,8 +599,14 @@ def match(question: str, data: OracleData) -> MatchResult:
         second, j = ranked[1] if len(ranked) > 1 else (0.0, -1)
         if best - second >= MARGIN:
             chosen.append(i)
-        elif second >= bar(j) and {i, j} <= _best_of_parts(scored.parts):
-            chosen += [i, j]  # a tie between the answers to two parts: both
+        else:  # a near tie: the parts of the question may tell them apart
+            leads = _clear_leads(scored.parts)
+            if i in leads and j in leads and second >= bar(j):
+                chosen += [i, j]  # each the clear answer to a part: both
+            elif i in leads:
+                chosen.append(i)
+            elif j in leads and second >= bar(j):
+                chosen.append(j)
         for score, k in ranked[1:]:
             if not chosen or len(chosen) >= MAX_RECORDS_PER_ANSWER or score < bar(k):
                 break

@@ -1,0 +1,34 @@
+"""The recorded runs shipped with the sample tasks load, replay to their recorded outcome
+through the same view the console uses, and a broken recording is a located error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from icae_tui import recordings
+from icae_tui.display.view import RunView
+from icae_tui.domain.events import RunFinished
+
+TASKS = Path(__file__).resolve().parent.parent / "tasks"
+
+
+def test_each_sample_task_ships_a_recording_that_replays_to_its_end():
+    found = recordings.bundled({p.name: p for p in TASKS.iterdir() if p.is_dir()})
+    assert {r.task_id for r in found} >= {"semver", "tidy"}
+    for rec in found:
+        events = recordings.load(rec.path)
+        view = RunView.from_events(events)
+        assert isinstance(events[-1], RunFinished) and events[-1].status == "completed"
+        assert view.score is not None and view.cases
+        assert view.started is not None and view.started.task_id == rec.task_id
+        assert recordings.dump(events) == rec.path.read_text()  # stored as they were
+
+
+def test_a_broken_recording_names_file_and_line(tmp_path):
+    good = recordings.load(next((TASKS / "semver" / "recordings").glob("*.jsonl")))
+    path = tmp_path / "r.jsonl"
+    path.write_text(recordings.dump(good[:2]) + '{"kind": "nonsense"}\n')
+    with pytest.raises(recordings.RecordingError, match=r"r\.jsonl:3: not a run event"):
+        recordings.load(path)
