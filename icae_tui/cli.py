@@ -198,9 +198,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    if args.trajectory and args.export is None:
+        print("error: --trajectory goes with --export RUN_ID", file=sys.stderr)
+        return 2
+    if args.export is not None and not args.export.strip():
+        print("error: --export needs a run id (see `icae runs`)", file=sys.stderr)
+        return 2
     store = RunStore(Path(args.home) / "runs.db" if args.home else None)
     store.mark_interrupted()
-    if args.export:
+    if args.export is not None:
         from icae_tui.report import build_report
         from icae_tui.trajectory import build_trajectory
 
@@ -283,6 +289,23 @@ def cmd_console(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    """The console in a web browser: each page session runs `icae` with these options."""
+    from icae_tui.ui.serve import serve
+
+    passed: list[str] = []
+    for flag, folder in (("--tasks", args.tasks), ("--home", args.home)):
+        if folder is not None:
+            passed += [flag, str(Path(folder).resolve())]
+    if args.pace is not None:
+        passed += ["--pace", str(args.pace)]
+    for path in args.agents or ():
+        passed += ["--agents", str(Path(path).resolve())]
+    print(f"serving the console at http://{args.host}:{args.port} (ctrl+c stops)", flush=True)
+    serve(passed, host=args.host, port=args.port, public_url=args.public_url)
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="icae",
@@ -339,6 +362,12 @@ def parser() -> argparse.ArgumentParser:
 
     sub.add_parser("reap", help="remove containers and images that dead or expired runs left")
 
+    web = sub.add_parser("serve", help="serve the console in a web browser (for demos)")
+    web.add_argument("--host", default="localhost",
+                     help="address to listen on (default localhost: whoever reaches the page "
+                     "drives the console)")  # fmt: skip
+    web.add_argument("--port", type=int, default=8000)
+    web.add_argument("--public-url", help="the URL the browser uses, behind a proxy")
     runs = sub.add_parser("runs", help="list stored runs, or export one")
     runs.add_argument("--export", metavar="RUN_ID", help="print a stored run's JSON report")
     runs.add_argument("--trajectory", action="store_true",
@@ -346,8 +375,33 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports when the reader went away
+
+
+def silence_stdout() -> None:
+    """stdout's reader went away (`icae runs | head -1`): what is left goes nowhere, so the
+    interpreter's last flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout without a file descriptor (captured): nothing to do
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run a command. A closed stdout ends it quietly with EXIT_BROKEN_PIPE, no traceback."""
     args = parser().parse_args(argv)
+    try:
+        status = _dispatch(args)
+        sys.stdout.flush()  # what is still buffered fails here, not at the interpreter's exit
+    except BrokenPipeError:
+        silence_stdout()
+        return EXIT_BROKEN_PIPE
+    return status
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     handlers = {
         None: cmd_console,
         "console": cmd_console,
@@ -357,6 +411,7 @@ def main(argv: list[str] | None = None) -> int:
         "runs": cmd_runs,
         "reap": cmd_reap,
         "agents": cmd_agents,
+        "serve": cmd_serve,
     }
     return handlers[args.command](args)
 

@@ -8,7 +8,7 @@ import sys
 
 from aiohttp.test_utils import TestClient, TestServer
 
-from icae_tui.serve import console_command, make_server
+from icae_tui.ui.serve import console_command, make_server
 
 
 def test_each_session_runs_the_console_with_its_options():
