@@ -23,15 +23,21 @@ class PlainPrinter:
     """Prints the run's log as its `RunView` grows: every trace line, output lines only when
     verbose (the view's lines are printable already)."""
 
-    def __init__(self, out: TextIO = sys.stdout, *, verbose: bool = False) -> None:
-        self.out = out
+    def __init__(self, out: TextIO | None = None, *, verbose: bool = False) -> None:
+        self.out = out if out is not None else sys.stdout
         self.verbose = verbose
         self.view = RunView()
+        self.closed = False  # the reader went away (`icae run … | head`): the run goes on
         self._cursor = 0
 
     def line(self, text: str) -> None:
-        self.out.write(text + "\n")
-        self.out.flush()
+        if self.closed:
+            return
+        try:
+            self.out.write(text + "\n")
+            self.out.flush()
+        except BrokenPipeError:
+            self.closed = True  # quietly; the command's end says so with its exit status
 
     def __call__(self, ev: Event) -> None:
         self.view.apply(ev)

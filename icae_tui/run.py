@@ -330,7 +330,8 @@ class Run:
             )
         )
         self.log.write_report()
-        overall = outcome.score.overall if outcome.score else None
+        # no hidden or enhanced case counted: unknown, stored as such (history shows "—")
+        overall = outcome.score.overall if outcome.score and outcome.score.measured else None
         self.store.finish_run(self.run_id, outcome.status, time.time(), overall, outcome.error)
 
     async def _phases(self, docker: aiodocker.Docker, agent: Agent) -> RunOutcome:

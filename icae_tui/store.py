@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +35,7 @@ CREATE TABLE IF NOT EXISTS events (
     payload TEXT NOT NULL,
     PRIMARY KEY (run_id, seq)
 );
+CREATE INDEX IF NOT EXISTS events_responder ON events (run_id, seq) WHERE kind = 'responder';
 """
 
 
@@ -179,6 +182,22 @@ class RunStore:
             "SELECT payload FROM events WHERE run_id=? ORDER BY seq", (run_id,)
         ).fetchall()
         return [parse_event(payload) for (payload,) in rows]
+
+    def responders_used(self, run_ids: Iterable[str]) -> dict[str, list[str]]:
+        """The responders each run switched to, in order (its first is the run's `responder`);
+        runs that never switched are absent. Reads the switches only (an index holds them)."""
+        ids = list(run_ids)
+        used: dict[str, list[str]] = {}
+        for i in range(0, len(ids), 500):  # SQLite bounds a statement's parameters
+            chunk = ids[i : i + 500]
+            rows = self.db.execute(
+                "SELECT run_id, payload FROM events WHERE kind = 'responder' AND run_id IN"
+                f" ({', '.join('?' * len(chunk))}) ORDER BY run_id, seq",
+                chunk,
+            )
+            for run_id, payload in rows:
+                used.setdefault(run_id, []).append(str(json.loads(payload).get("mode", "?")))
+        return used
 
     def close(self) -> None:
         self.db.close()

@@ -41,6 +41,7 @@ class LiveRun(Protocol):
     """What a live source needs of a Run (`icae_tui.run.Run`, or a test double)."""
 
     run_id: str
+    leftovers_removed: list[str]  # set by execute(): what its final sweep removed
 
     def subscribe(self, callback: Deliver) -> None: ...
     async def execute(self) -> Any: ...
@@ -71,6 +72,12 @@ class LiveSource:
 
     def now(self, view: RunView) -> float:
         return self.clock()
+
+    def removed_leftovers(self) -> list[str] | None:
+        """Once the run's work is over: the containers its final sweep still found and
+        removed (a cleanup bug if any); None when the run does not say."""
+        removed = getattr(self.run, "leftovers_removed", None)
+        return list(removed) if removed is not None else None
 
 
 class ReplaySource:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from icae_tui.display import wording as w
 from icae_tui.domain.agent import Limits
@@ -145,6 +145,7 @@ class RunView:
     # results
     cases: dict[str, CaseRow] = field(default_factory=dict)  # in planned order
     score: Score | None = None
+    score_partial: bool = False  # the run ended without a score: `score` is what was measured
     status: tuple[w.Seg, ...] = ((w.WAITING_TO_START, "muted"),)
     # change counters for incremental drawing
     head_rev: int = 0
@@ -157,6 +158,7 @@ class RunView:
     _metric_events: list[Event] = field(default_factory=list)
     _drafted: set[int] = field(default_factory=set)
     _refused_at: int | None = None
+    _pending_at: int | None = None  # the turn of the question waiting for the operator
 
     @classmethod
     def from_events(cls, events: Iterable[Event]) -> RunView:
@@ -278,6 +280,7 @@ class RunView:
             case ResponderChanged():
                 self.mode = ev.mode
                 self.head_rev += 1
+                self._redirect(ev.mode)
                 self._line("switch", w.switch_line(ev))
                 self._turn(Turn("switch", tuple(w.switch_head(ev))))
                 if ev.mode == "assisted" and self.pending is not None:
@@ -326,6 +329,7 @@ class RunView:
         )
         if ev.mode in w.OPERATOR_MODES and ev.remaining_before > 0:
             self.pending = ev
+            self._pending_at = len(self.turns) - 1
             self.head_rev += 1
             if ev.mode == "assisted":
                 self._draft(ev)
@@ -344,7 +348,17 @@ class RunView:
         self._turn(Turn("answer", tuple(w.answer_head(ev)), ev.text, question_id=ev.question_id))
         if self.pending is not None and self.pending.question_id == ev.question_id:
             self.pending = None
+            self._pending_at = None
             self.head_rev += 1
+
+    def _redirect(self, mode: str) -> None:
+        """The waiting question now waits for `mode`: its entry says so (it named the
+        responder it was asked for)."""
+        at, q = self._pending_at, self.pending
+        if at is None or q is None:
+            return
+        self.turns[at] = replace(self.turns[at], head=tuple(w.question_head(q, mode)))
+        self.turns_rev += 1
 
     def _refused(self, ev: QuestionsRefused) -> None:
         """Counted, not listed: one entry, kept up to date (the counts are cumulative)."""
@@ -382,9 +396,13 @@ class RunView:
         if self.agent_t0 is not None and self.agent_t1 is None:
             self.agent_t1 = ev.ts
         self.pending = None
+        self._pending_at = None
         self.head_rev += 1
         if ev.score is not None:
             self._score(ev.score)
+        elif self.score is not None:  # cancelled or failed: no score, what was measured stays
+            self.score_partial = True
+            self.score_rev += 1
         self._line("finished", w.finished_line(ev), style=f"status:{ev.status}")
         if ev.report_path:
             self._line("report", w.report_line(ev.report_path), style="muted")

@@ -29,7 +29,7 @@ from icae_tui.domain.events import (
     RunFinished,
     RunStarted,
 )
-from icae_tui.domain.results import CaseResult, Score
+from icae_tui.domain.results import CaseResult, Score, Verdict
 from icae_tui.safe_text import printable
 from icae_tui.users.metrics import InteractionMetrics
 
@@ -56,6 +56,8 @@ WAITING_TO_START = "waiting for the run to start…"
 NO_RUN = "no run"
 NO_QUESTIONS = "No questions yet."
 PENDING = "…"
+UNKNOWN = "—"  # a figure with nothing measured yet: unknown is not zero
+PAUSED = "paused — f to follow"  # the trace, while it does not follow new lines
 
 
 # --- small formats ----------------------------------------------------------------------
@@ -375,23 +377,33 @@ def report_line(path: str) -> str:
 # --- the score ----------------------------------------------------------------------------
 
 
-def score_segments(score: Score | None) -> list[Seg]:
+def score_segments(score: Score | None, *, partial: bool = False) -> list[Seg]:
+    """The score line. Overall, macro and the rates read "—" until a hidden or enhanced case
+    has counted (`Score.measured`): unknown is not zero. `partial`: the run ended without a
+    score (cancelled, failed); what was measured is shown as partial, beside the "—"."""
     if score is None:
-        return [("score: —", "muted")]
+        return [("score: " + UNKNOWN, "muted")]
+    measured = score.measured and not partial
+
+    def figure(value: float) -> str:
+        return pct(value) if measured else UNKNOWN
+
+    top = measured and score.overall >= 0.999
     segs: list[Seg] = [
         ("overall ", "muted"),
-        (pct(score.overall), "good-strong" if score.overall >= 0.999 else "strong"),
-        ("  macro ", "muted"),
-        (pct(score.macro), "strong"),
-        ("  │  ", "muted"),
+        (figure(score.overall), "good-strong" if top else "strong"),
     ]
+    if partial and score.measured:
+        of = f" of {score.scored} scored" if score.scored else ""
+        segs.append((f" (partial {pct(score.overall)}{of})", "muted"))
+    segs += [("  macro ", "muted"), (figure(score.macro), "strong"), ("  │  ", "muted")]
     for label, value in (
         ("exec", score.exec_rate),
         ("SP", score.sp_rate),
         ("EM", score.em_rate),
         ("FM", score.fm_rate),
     ):
-        segs += [(f"{label} ", "muted"), (pct(value) + "  ", "")]
+        segs += [(f"{label} ", "muted"), (figure(value) + "  ", "")]
     segs += [("│  ", "muted"), (f"{score.done}/{score.planned}", "strong")]
     segs.append((" cases done", "muted"))
     if score.public_minus_hidden is not None:
@@ -408,6 +420,59 @@ def score_line(score: Score) -> str:
 
 def plain(segs: list[Seg] | tuple[Seg, ...]) -> str:
     return "".join(text for text, _ in segs)
+
+
+# --- a case's rungs (icae_tui/evaluation/verdict.py) ------------------------------------------
+
+# Verdicts given before the exec rung: the delivery's exit code was never compared.
+BEFORE_EXEC = frozenset(
+    {
+        Verdict.BUILD_ERROR,
+        Verdict.ORACLE_ERROR,
+        Verdict.ORACLE_NONDETERMINISTIC,
+        Verdict.TIME_LIMIT,
+        Verdict.MEMORY_LIMIT,
+        Verdict.OUTPUT_LIMIT,
+    }
+)
+
+
+def exec_reached(r: CaseResult) -> bool:
+    """Whether the ladder got to comparing exit codes. A `runtime_error` is the exec rung's
+    only when both sides ran, the exit codes differ and no fork failed at the pids limit
+    (else the engine or the process limit gave it, before)."""
+    o, d = r.oracle, r.delivery
+    if r.verdict in BEFORE_EXEC or o is None or d is None:
+        return False
+    if r.verdict is Verdict.RUNTIME_ERROR and not r.exec_ok:
+        return d.exit_code != o.exit_code and not (d.pids_capped and not o.pids_capped)
+    return True
+
+
+def ladder_segments(r: CaseResult) -> list[Seg]:
+    """`exec ✔  SP ✔  EM ✘  FM ✔ (FM score 0.93)`: the rungs the case reached, passed or
+    failed, then the ones it never reached (`exec ✘  ·  SP, EM, FM not reached`): the first
+    failing rung gives the verdict and nothing after it runs. FM is reported beside EM."""
+    reached_exec = exec_reached(r)
+    reached_sp = reached_exec and r.exec_ok
+    reached_em = reached_sp and r.sp
+    rungs = (
+        ("exec", reached_exec, r.exec_ok),
+        ("SP", reached_sp, r.sp),
+        ("EM", reached_em, r.em),
+        ("FM", reached_em, r.fm),
+    )
+    segs: list[Seg] = []
+    for label, reached, ok in rungs:
+        if reached:
+            segs += [("  " if segs else "", ""), (f"{label} ", "muted")]
+            segs.append(("✔", "good") if ok else ("✘", "error"))
+    if reached_em:
+        segs.append((f" (FM score {r.fm_score:.2f})", "muted"))
+    missed = [label for label, reached, _ in rungs if not reached]
+    if missed:
+        segs += [("  ·  " if segs else "", "muted"), (", ".join(missed) + " not reached", "muted")]
+    return [seg for seg in segs if seg[0]]
 
 
 # --- interaction ------------------------------------------------------------------------
@@ -459,13 +524,16 @@ def metrics_segments(m: InteractionMetrics, *, has_records: bool = True) -> list
 # --- clarification turns (a head of segments; the body is the untrusted text) --------------
 
 
-def question_head(ev: QuestionAsked) -> list[Seg]:
+def question_head(ev: QuestionAsked, mode: str | None = None) -> list[Seg]:
+    """`Q1  agent · 3 left · for human`; `mode`: who it waits for now, when the responder
+    was switched while it waited (it names the responder it went to)."""
+    mode = ev.mode if mode is None else mode
     segs: list[Seg] = [
         (f"Q{ev.question_id}", "question"),
         (printable(f"  {ev.via} · {ev.remaining_before} left"), "muted"),
     ]
-    if ev.mode in OPERATOR_MODES:
-        segs += [(" · for ", "muted"), (ev.mode, f"mode:{ev.mode}")]
+    if mode in OPERATOR_MODES or mode != ev.mode:
+        segs += [(" · for ", "muted"), (printable(mode), f"mode:{mode}")]
     return segs
 
 
@@ -518,7 +586,25 @@ def clarifications_title(asked: int, budget: int | None, mode: str, summary: str
     return f"Clarifications · {asked}{of} asked{for_mode}"
 
 
+def responders_label(first: str, switched_to: list[str]) -> str:
+    """The responders a run used, in order: `simulated→human→assisted`; past four,
+    `simulated→human→…→assisted (7 switches)`."""
+    used = [first, *switched_to]
+    if len(used) > 4:
+        return printable(f"{used[0]}→{used[1]}→…→{used[-1]} ({len(switched_to)} switches)")
+    return printable("→".join(used))
+
+
 # --- status -----------------------------------------------------------------------------
+
+CANCEL_TARGETS = {
+    "prepare": "image builds",
+    "generate": "agent",
+    "freeze": "freeze",
+    "build": "build gate",
+    "evaluate": "cases",
+    "score": "scoring",
+}
 
 
 def phase_status(ev: PhaseChanged) -> list[Seg]:
@@ -526,12 +612,40 @@ def phase_status(ev: PhaseChanged) -> list[Seg]:
 
 
 def finished_status(ev: RunFinished, summary: str = "") -> list[Seg]:
+    """`run failed — <error>  ·  <summary>   report <path>`: the error first, so a narrow
+    status line shows what went wrong before anything else."""
     segs: list[Seg] = [(f"run {ev.status}", f"status:{ev.status}")]
-    if summary:
-        segs.append(("  ·  " + summary, "muted"))
     if ev.error:
         segs += [(" — ", ""), (printable(ev.error, limit=ERROR_LIMIT), "error")]
+    if summary:
+        segs.append(("  ·  " + summary, "muted"))
     if ev.report_path:
+        segs += [("   report ", "muted"), (printable(ev.report_path), "")]
+    return segs
+
+
+def cancelling_status(phase: str, *, stopped: bool = False) -> list[Seg]:
+    """While a cancel is under way: what is being stopped, then the cleanup."""
+    if stopped:
+        return [("cancelling: run stopped, removing containers…", "warn-strong")]
+    target = CANCEL_TARGETS.get(phase, "run")
+    return [(f"cancelling: stopping the {target}, removing containers…", "warn-strong")]
+
+
+def cancelled_status(
+    removed: int | None, ev: RunFinished | None = None, summary: str = ""
+) -> list[Seg]:
+    """Once a cancelled run's work is over: its containers are removed (`removed`: how many
+    the run's final sweep still found; None: not known, nothing is claimed)."""
+    segs: list[Seg] = [("run cancelled", "status:cancelled")]
+    if removed == 0:
+        segs.append((": containers removed (none left over)", ""))
+    elif removed is not None:
+        segs.append((f": containers removed ({removed} left over, removed by the final sweep)",
+                     "warn"))  # fmt: skip
+    if summary:
+        segs.append(("  ·  " + summary, "muted"))
+    if ev is not None and ev.report_path:
         segs += [("   report ", "muted"), (printable(ev.report_path), "")]
     return segs
 

@@ -88,6 +88,9 @@ class CaseResult(BaseModel):
     delivery: SideRun | None = None
 
 
+SCORED_SPLITS = ("hidden", "enhanced")  # what overall, macro and the rates are over (ICAE)
+
+
 class SplitScore(BaseModel):
     total: int = 0
     passed: int = 0
@@ -112,3 +115,16 @@ class Score(BaseModel):
     em_rate: float = 0.0
     fm_rate: float = 0.0
     public_minus_hidden: float | None = None
+
+    @property
+    def scored(self) -> int:
+        """The counted hidden and enhanced cases done: what overall, macro and the rates are
+        over."""
+        return sum(self.by_split[s].total for s in SCORED_SPLITS if s in self.by_split)
+
+    @property
+    def measured(self) -> bool:
+        """Whether overall, macro and the rates are figures. Until a hidden or enhanced case
+        has counted they hold 0.0 by default: unknown, not zero. A failed build is a measured
+        zero; a score without splits (built by hand) is taken as given."""
+        return not self.by_split or not self.build_ok or self.scored > 0

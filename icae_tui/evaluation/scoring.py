@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from icae_tui.domain.results import CaseResult, Score, SplitScore
+from icae_tui.domain.results import SCORED_SPLITS, CaseResult, Score, SplitScore
 
-SCORED_SPLITS = ("hidden", "enhanced")
+__all__ = ["SCORED_SPLITS", "score"]
 
 
 def _macro(results: list[CaseResult]) -> float:

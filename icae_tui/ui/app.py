@@ -7,7 +7,6 @@ import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
@@ -16,23 +15,23 @@ from icae_tui.display.sources import LiveSource
 from icae_tui.domain.task import Task
 from icae_tui.run import Run, RunConfig
 from icae_tui.store import RunStore
+from icae_tui.ui.keymap import keyed
+from icae_tui.ui.presenting import PresentingApp
 from icae_tui.ui.screens.history import HistoryScreen
 from icae_tui.ui.screens.run import RUN_GROUP, RunScreen
 from icae_tui.ui.screens.run_setup import RunSetupScreen
 from icae_tui.ui.screens.task_list import TaskListScreen
-from icae_tui.ui.theme import ICAE_THEME
 
 QUIT_GRACE_S = 10.0  # how long quitting waits for a cancelled run to clean up
 
 
-class IcaeApp(App[None]):
+class IcaeApp(PresentingApp):
+    """The console. Themes, keys, help and palette: `PresentingApp` (ui/presenting.py)."""
+
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses elsewhere work too
     TITLE = "icae"
     SUB_TITLE = "interactive coding-agent evaluation"
-    ENABLE_COMMAND_PALETTE = False
-    BINDINGS = [
-        Binding("ctrl+q", "quit", "Quit", priority=True),
-    ]
+    BINDINGS = keyed("app", [Binding("ctrl+q", "quit", "Quit", priority=True)])
 
     def __init__(
         self,
@@ -49,8 +48,6 @@ class IcaeApp(App[None]):
         self.store = store
         self.pace_s = pace_s
         self.agent_files = tuple(agent_files)
-        self.register_theme(ICAE_THEME)
-        self.theme = ICAE_THEME.name
 
     def get_default_screen(self) -> TaskListScreen:
         return TaskListScreen(self.catalog)

@@ -33,6 +33,7 @@ HINT_STYLES = {
     "good": "green",
     "good-strong": "bold green",
     "warn": "yellow",
+    "warn-strong": "bold yellow",
     "error": "red",
     "error-strong": "bold red",
     "record": "cyan",
@@ -95,5 +96,5 @@ def segments(segs: Iterable[Seg], text: Text | None = None) -> Text:
     return text
 
 
-def score_text(score: Score | None) -> Text:
-    return segments(score_segments(score))
+def score_text(score: Score | None, *, partial: bool = False) -> Text:
+    return segments(score_segments(score, partial=partial))

@@ -247,6 +247,7 @@ class FakeRun:
         self.channel = ClarificationChannel(self.desk, task.spec.budget, self._emit)
         self.switches: list[str] = []  # set_responder calls, in order
         self.sent: list[tuple[int, str]] = []  # answer calls, in order
+        self.leftovers_removed: list[str] = []  # what the final sweep removed (Run's field)
 
     def subscribe(self, callback) -> None:
         self.subscribers.append(callback)

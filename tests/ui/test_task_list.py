@@ -12,6 +12,7 @@ from icae_tui.ui.screens.history import HistoryScreen
 from icae_tui.ui.screens.run import RunScreen
 from icae_tui.ui.screens.run_setup import RunSetupScreen
 from icae_tui.ui.screens.task_list import TaskListScreen
+from icae_tui.ui.widgets.task_table import TaskTable
 from tests.conftest import FIXTURE_TASKS
 
 from .helpers import until
@@ -26,16 +27,15 @@ async def test_lists_the_fixture_task(fixture_catalog, store):
     async with app.run_test(size=(140, 40)) as pilot:
         screen = app.screen
         assert isinstance(screen, TaskListScreen)
-        table = screen.query_one("#tasks", DataTable)
+        table = screen.query_one("#tasks", TaskTable)
         assert table.row_count == 1
         row = [str(cell) for cell in table.get_row("mini")]
-        assert row[0] == "mini"
-        assert row[1] == "Mini text tool (test fixture)"
-        assert row[2] == "dispatcher"
-        assert row[3:6] == ["1", "3", "2"]  # public, hidden, enhanced
-        assert "good" in row[6]
+        assert row == ["mini", "Mini text tool (test fixture)", "python", "6", "small"]
         assert not screen.query("#task-errors")
-        assert "upper-cases text" in static_text(screen.query_one("#task-detail", Static))
+        detail = static_text(screen.query_one("#task-detail", Static))
+        assert "upper-cases text" in detail
+        assert "dispatcher (mini)" in detail and "broken, good, partial" in detail
+        assert "6 cases (small): 1 public · 3 hidden · 2 enhanced" in detail
         await pilot.pause()
 
 
@@ -51,7 +51,7 @@ async def test_malformed_task_is_reported_with_its_path(tmp_path, store):
     app = IcaeApp(catalog=catalog, store=store)
     async with app.run_test(size=(140, 40)):
         screen = app.screen
-        assert screen.query_one("#tasks", DataTable).row_count == 1
+        assert screen.query_one("#tasks", TaskTable).row_count == 1
         panel = screen.query_one("#task-errors")
         assert panel.display
         shown = static_text(screen.query_one("#task-errors-text", Static))
@@ -67,7 +67,7 @@ async def test_only_errors_still_opens(tmp_path, store):
     app = IcaeApp(catalog=catalog, store=store)
     async with app.run_test(size=(120, 30)):
         screen = app.screen
-        assert screen.query_one("#tasks", DataTable).row_count == 0
+        assert screen.query_one("#tasks", TaskTable).row_count == 0
         assert "missing task.toml" in static_text(screen.query_one("#task-errors-text", Static))
         assert screen.query_one("#no-tasks")
 

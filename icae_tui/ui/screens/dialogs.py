@@ -9,8 +9,10 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Static
 
+from icae_tui.display.wording import ladder_segments
 from icae_tui.domain.results import CaseResult, SideRun
-from icae_tui.ui.text import exit_text, safe, verdict_text
+from icae_tui.ui.keymap import keyed
+from icae_tui.ui.text import exit_text, safe, segments, verdict_text
 
 OUTPUT_LIMIT = 20_000
 
@@ -20,6 +22,7 @@ class ConfirmScreen(ModalScreen[bool]):
         Binding("escape,n", "answer(False)", "No"),
         Binding("y", "answer(True)", "Yes"),
     ]
+    BINDINGS = keyed("confirm", BINDINGS)  # action ids for keymap.toml (ui/keymap.py)
 
     def __init__(self, question: str, yes: str = "Yes", no: str = "No") -> None:
         super().__init__()
@@ -93,11 +96,9 @@ def case_summary_text(r: CaseResult) -> Text:
     text.append_text(safe(r.pattern))
     text.append("  ·  split ", style="dim")
     text.append_text(safe(r.split))
-    marks = "  ".join(
-        f"{label} {'✔' if ok else '✘'}"
-        for label, ok in (("exec", r.exec_ok), ("SP", r.sp), ("EM", r.em), ("FM", r.fm))
-    )
-    text.append(f"  ·  {marks}  (FM score {r.fm_score:.2f})\n", style="dim")
+    text.append("  ·  ", style="dim")
+    segments(ladder_segments(r), text)  # the rungs it reached; the later ones "not reached"
+    text.append("\n")
     text.append("command ", style="dim")
     text.append_text(safe(r.command, lines=True, limit=2000))
     return text
@@ -105,6 +106,7 @@ def case_summary_text(r: CaseResult) -> Text:
 
 class CaseDetailScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,enter", "close", "Close")]
+    BINDINGS = keyed("case", BINDINGS)  # action ids for keymap.toml (ui/keymap.py)
 
     def __init__(self, result: CaseResult) -> None:
         super().__init__()

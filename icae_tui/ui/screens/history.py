@@ -11,8 +11,9 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
 from icae_tui.display.sources import ReplaySource
-from icae_tui.display.wording import pct
+from icae_tui.display.wording import UNKNOWN, pct, responders_label
 from icae_tui.store import RunStore
+from icae_tui.ui.keymap import keyed
 from icae_tui.ui.text import STATUS_STYLES, safe
 
 
@@ -20,6 +21,7 @@ class HistoryScreen(Screen[None]):
     BINDINGS = [
         Binding("escape,q", "back", "Back"),
     ]
+    BINDINGS = keyed("history", BINDINGS)  # action ids for keymap.toml (ui/keymap.py)
 
     def __init__(self, store: RunStore) -> None:
         super().__init__()
@@ -43,15 +45,16 @@ class HistoryScreen(Screen[None]):
         ):  # fmt: skip
             table.add_column(label, key=key)
         rows = self.store.runs()
+        switches = self.store.responders_used(row.run_id for row in rows)
         for row in rows:
             table.add_row(
                 safe(row.run_id, "bold"),
                 safe(row.task_id),
                 safe(row.agent),
                 safe(row.level),
-                safe(row.responder),
+                Text(responders_label(row.responder, switches.get(row.run_id, []))),
                 Text(row.status, style=STATUS_STYLES.get(row.status, "yellow")),
-                Text("—" if row.overall is None else pct(row.overall), justify="right"),
+                Text(UNKNOWN if row.overall is None else pct(row.overall), justify="right"),
                 Text(time.strftime("%Y-%m-%d %H:%M", time.localtime(row.started_at)), "dim"),
                 safe(row.error, "red", limit=80),
                 key=row.run_id,

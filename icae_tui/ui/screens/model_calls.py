@@ -25,6 +25,7 @@ from icae_tui.display.calls import COLUMNS, by_index, call_cells, call_detail, c
 from icae_tui.display.view import RunView
 from icae_tui.display.wording import Usage, model_segments
 from icae_tui.gateway import ModelCall, load_calls
+from icae_tui.ui.keymap import keyed
 from icae_tui.ui.text import segments, style_of
 
 SYNC_S = 0.5  # how often new calls of a live run are added to the table
@@ -73,6 +74,7 @@ class ModelCallsScreen(Screen[None]):
         Binding("d", "focus('#call-detail')", "Details"),
         Binding("t", "focus('#calls')", "Table", show=False),
     ]
+    BINDINGS = keyed("calls", BINDINGS)  # action ids for keymap.toml (ui/keymap.py)
 
     def __init__(self, view: RunView, path: Path | None, *, live: bool = False) -> None:
         super().__init__()

@@ -31,11 +31,13 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 from textual.worker import Worker, WorkerState
 
-from icae_tui.display.sources import ReplaySource, RunSource
+from icae_tui.display import wording as w
+from icae_tui.display.sources import LiveSource, ReplaySource, RunSource
 from icae_tui.display.view import RunView
 from icae_tui.display.wording import OPERATOR_MODES, clock, phase_step, usage_segments
 from icae_tui.domain.events import Event, QuestionAsked, RunFinished, RunStarted
 from icae_tui.run import MODEL_CALLS_FILE
+from icae_tui.ui.keymap import keyed
 from icae_tui.ui.screens.dialogs import CaseDetailScreen, ConfirmScreen
 from icae_tui.ui.screens.model_calls import ModelCallsScreen
 from icae_tui.ui.text import MODE_STYLES, clip, safe, score_text, segments, style_of
@@ -57,7 +59,10 @@ class RunScreen(Screen[None]):
         Binding("c", "cancel_run", "Cancel run"),
         Binding("t", "focus('#trace')", "Trace", show=False),
         Binding("r", "focus('#results')", "Results", show=False),
-        Binding("f", "follow", "Follow trace"),
+        # f turns following on or off; only the binding for the other state lives, so the
+        # footer reads the state: "Follow on" while the trace follows new lines.
+        Binding("f", "follow('off')", "Follow on", id="run.follow"),
+        Binding("f", "follow('on')", "Follow off", id="run.follow"),
         Binding("l", "model_calls", "Model calls"),  # m is taken: it switches the responder
         # m cycles simulated → human → assisted; only the binding for the next mode is active,
         # so the footer reads "Responder ▸ <next>". ctrl+t does the same from anywhere; it is
@@ -76,6 +81,7 @@ class RunScreen(Screen[None]):
             for i, mode in enumerate(MODES, 1)
         ),
     ]
+    BINDINGS = keyed("run", BINDINGS)  # action ids for keymap.toml (ui/keymap.py)
 
     def __init__(self, source: RunSource | None = None, *, artifacts: Path | None = None) -> None:
         """`artifacts`: the store's folder of run artifacts (`RunStore.artifacts_dir`), where
@@ -89,6 +95,8 @@ class RunScreen(Screen[None]):
         self.crashed = ""
         self.status_message = ""
         self.cancelling = False
+        self._cancelled: list[w.Seg] | None = None  # the status once a cancel is done
+        self._note_on: int | None = None  # the question the status line is about, if any
         self._work_over = False  # the source's work is over, or it has none: nobody waits
         self._requested = ""  # a responder asked of the run whose event is not in yet
         self._sent: int | None = None  # answered by the operator, its answer event not yet in
@@ -230,13 +238,36 @@ class RunScreen(Screen[None]):
             self._mode_changed()
         if self._changed("turns", (v.head_rev, v.turns_rev)):
             self.clarify.sync(short_draft=self.awaiting)
-        if self._changed("status", v.status_rev):
-            self._set_status(segments(v.status))
+        if self._changed("status", (v.status_rev, self.cancelling, self._cancelled)):
+            self._set_status(segments(self._status_segments()))
         if self._changed("finished", v.finished is not None):
             self.flush()
             self.refresh_bindings()
+            self._tell_failure()
         if self._changed("box", self._box_state()):
             self._sync_answer_box()
+        if self._note_on is not None and self._note_on != self.awaiting:
+            self._set_status(segments(self._status_segments()))  # its question is answered
+
+    def _status_segments(self) -> list[w.Seg]:
+        """The status line but for the operator's notes: the view's (phase, progress, the
+        end), or what a cancel is doing and, once it is done, what it did."""
+        v = self.view
+        if self.cancelling and isinstance(self.source, LiveSource):  # a run: containers
+            return w.cancelling_status(v.phase, stopped=v.finished is not None)
+        if self.cancelling:
+            return [("cancelling…", "warn-strong")]
+        if self._cancelled is not None:
+            return self._cancelled
+        return list(v.status)
+
+    def _tell_failure(self) -> None:
+        """A live run that failed: its whole error in a notification (the status line may be
+        too narrow for it)."""
+        ev = self.view.finished
+        if self.worker is not None and ev is not None and ev.status == "failed" and ev.error:
+            self.notify(safe(ev.error, limit=4000).plain, title="Run failed",
+                        severity="error", timeout=30, markup=False)  # fmt: skip
 
     # --- drawing ----------------------------------------------------------------------------
 
@@ -248,11 +279,15 @@ class RunScreen(Screen[None]):
             self.trace.flush()
             self.results.flush()
             if self._changed("score", self.view.score_rev):
-                self.query_one("#score", Static).update(score_text(self.view.score))
+                score = score_text(self.view.score, partial=self.view.score_partial)
+                self.query_one("#score", Static).update(score)
         except Exception as err:
             self._set_status(Text(f"display error: {type(err).__name__}: {err}", "red"))
 
-    def _set_status(self, text: Text) -> None:
+    def _set_status(self, text: Text, *, about: int | None = None) -> None:
+        """Show `text` in the status line; `about`: the waiting question it is about (it goes
+        once that question no longer waits)."""
+        self._note_on = about
         self.status_message = text.plain
         self.query_one("#status", Static).update(text)
 
@@ -276,6 +311,8 @@ class RunScreen(Screen[None]):
             text.append(v.finished.status, style=style_of(f"status:{v.finished.status}"))
         elif self.crashed:
             text.append("crashed", style="bold red")
+        elif self.cancelling:
+            text.append("cancelling…", style="bold yellow")
         else:
             text.append_text(safe(v.phase or "—", "bold yellow"))
             text.append(phase_step(v.phase), style="dim")
@@ -346,9 +383,8 @@ class RunScreen(Screen[None]):
         self._render_header()
         self.refresh_bindings()
         if self.waiting is not None and mode not in OPERATOR_MODES:
-            self._set_status(
-                Text(f"Q{self.waiting.question_id} goes to the simulated user", "bold")
-            )
+            qid = self.waiting.question_id
+            self._set_status(Text(f"Q{qid} goes to the simulated user", "bold"), about=qid)
 
     def _box_state(self) -> tuple[object, ...]:
         return (self.awaiting, self.mode, self.finished is not None, self._sent)
@@ -383,7 +419,7 @@ class RunScreen(Screen[None]):
             box.display = True
             box.focus()
             self.notify(notice, title="Question")
-        self._set_status(Text(status, "bold magenta"))
+        self._set_status(Text(status, "bold magenta"), about=q.question_id)
 
     def on_answer_box_submitted(self, event: AnswerBox.Submitted) -> None:
         event.stop()
@@ -410,15 +446,29 @@ class RunScreen(Screen[None]):
             err = event.worker.error
             self.crashed = f"{type(err).__name__}: {err}"
             self._t_end = self.source.now(self.view)
+            self.cancelling = False
             self.flush()
             self._set_status(
                 Text("run crashed — ", style="bold red") + safe(self.crashed, limit=500)
             )
+            self.notify(safe(self.crashed, limit=4000).plain, title="Run crashed",
+                        severity="error", timeout=30, markup=False)  # fmt: skip
             self._render_header()
-        elif event.state == WorkerState.CANCELLED and self.finished is None:
-            self._t_end = self.source.now(self.view)
-            self._set_status(Text("run cancelled", style="bold yellow"))
-            self._render_header()
+        elif event.state == WorkerState.CANCELLED:
+            if self.finished is None:
+                self._t_end = self.source.now(self.view)
+            v = self.view
+            summary = (
+                ""
+                if v.interaction is None
+                else w.metrics_line(v.interaction, has_records=v.has_records)
+            )
+            removed = None
+            if isinstance(self.source, LiveSource):
+                removed = self.source.removed_leftovers()
+            self._cancelled = w.cancelled_status(
+                None if removed is None else len(removed), v.finished, summary
+            )
         self.refresh_bindings()
         if event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
             self.cancelling = False
@@ -426,6 +476,7 @@ class RunScreen(Screen[None]):
             self._requested = ""
             if self.is_attached:
                 self._draw()
+                self._render_header()
             if self._leave_when_done:
                 self._leave()
 
@@ -474,10 +525,13 @@ class RunScreen(Screen[None]):
         )
 
     def cancel_run(self) -> None:
+        """Cancel the run: the status line says what is being stopped, then, once the run's
+        work is over, that its containers are removed (see `_status_segments`)."""
         if self.worker is not None and self.running:
             self.cancelling = True
-            self._set_status(Text("cancelling… (removing containers)", style="bold yellow"))
             self.worker.cancel()
+            self._draw()
+            self._render_header()
             self.refresh_bindings()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -491,6 +545,9 @@ class RunScreen(Screen[None]):
             return self._can_switch() and parameters[0] != self.mode
         if action == "model_calls":  # not for scripted agents: they call no model
             return self._has_model_calls()
+        if action == "follow":  # one binding per state: only the one to leave it lives
+            following = self._trace.following if self._trace is not None else True
+            return parameters[0] == ("off" if following else "on")
         return True
 
     # --- model calls --------------------------------------------------------------------------
@@ -513,12 +570,12 @@ class RunScreen(Screen[None]):
     def action_model_calls(self) -> None:
         self.app.push_screen(ModelCallsScreen(self.view, self.calls_file(), live=self.running))
 
-    def action_follow(self) -> None:
-        trace = self.trace
-        trace.auto_scroll = not trace.auto_scroll
-        if trace.auto_scroll:
-            trace.scroll_end(animate=False)
-        self.notify("Following the trace." if trace.auto_scroll else "Trace scroll is free.")
+    def action_follow(self, state: str) -> None:
+        self.trace.follow(state == "on")
+
+    def on_trace_log_follow_changed(self, event: TraceLog.FollowChanged) -> None:
+        event.stop()
+        self.refresh_bindings()  # the footer reads "Follow on" or "Follow off"
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

@@ -32,6 +32,7 @@ from icae_tui.display.wording import limits_line
 from icae_tui.domain.task import Level, Task
 from icae_tui.run import RunConfig
 from icae_tui.safe_text import printable
+from icae_tui.ui.keymap import keyed
 from icae_tui.ui.text import clip, safe
 
 RESPONDERS = (
@@ -117,6 +118,7 @@ class RunSetupScreen(ModalScreen[RunConfig | None]):
         Binding("escape", "cancel", "Cancel"),
         Binding("ctrl+s", "start", "Start"),
     ]
+    BINDINGS = keyed("setup", BINDINGS)  # action ids for keymap.toml (ui/keymap.py)
 
     def __init__(
         self, task: Task, pace_s: float | None = None, agent_files: Sequence[Path] = ()
@@ -215,7 +217,8 @@ class RunSetupScreen(ModalScreen[RunConfig | None]):
         return self.choices.get(agent) if isinstance(agent, str) else None
 
     def on_mount(self) -> None:
-        self.query_one("#start" if self.ready_agents else "#cancel", Button).focus()
+        # the first choice, never Start: Enter from the task list must not start a run
+        self.query_one("#agent", Select).focus()
 
     def on_select_changed(self, event: Select.Changed) -> None:
         if event.select.id != "agent":

@@ -1,0 +1,201 @@
+"""The task browser's preview of the highlighted task: its description, the PRD of each level
+(L1, L2, L3, ground — what an agent at that level is given) and the counts of its cases per
+split and per pattern.
+
+Everything here is drawn from a `TaskCard` (icae_tui/catalog_search.py), which holds no case
+content and no user-agent record: the preview cannot show a hidden case, only how many there
+are.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Static, Tab, Tabs
+
+from icae_tui.catalog_search import TaskCard
+from icae_tui.domain.task import Level, Split
+from icae_tui.safe_text import printable
+from icae_tui.ui.text import safe
+
+CASES_TAB = "cases"
+TABS: tuple[str, ...] = (*(level.value for level in Level), CASES_TAB)
+PRD_LIMIT = 200_000  # characters of a PRD drawn (a PRD is a few KiB; the rest is cut, marked)
+
+
+def tab_id(tab: str) -> str:
+    return f"preview-{tab}"
+
+
+def task_detail_text(card: TaskCard) -> Text:
+    """Title, summary, the facts of the task and its case counts (numbers only)."""
+    text = Text()
+    text.append_text(safe(card.title, "bold"))
+    text.append("  ")
+    text.append_text(safe(card.id, "dim"))
+    text.append("\n")
+    if card.summary:
+        text.append_text(safe(card.summary))
+        text.append("\n")
+    text.append_text(safe(card.language))
+    text.append(" · ", style="dim")
+    text.append_text(safe(card.interface))
+    text.append(" · solutions ", style="dim")
+    text.append_text(safe(", ".join(card.solutions) or "none"))
+    text.append("\n")
+    text.append(f"{card.cases} case{'s' if card.cases != 1 else ''}", style="bold")
+    text.append(f" ({card.size.value}): ", style="dim")
+    text.append(" · ".join(f"{card.by_split[s]} {s.value}" for s in Split))
+    return text
+
+
+def task_folder_text(card: TaskCard) -> Text:
+    text = Text("folder ", style="dim")
+    text.append_text(safe(card.root))
+    return text
+
+
+BLOCK_START = re.compile(r"\s*(#|[-*+>|]\s|\d+[.)]\s|[-*_=]{3,}\s*$)")
+FENCES = ("```", "~~~")
+
+
+def reflow(text: str) -> str:
+    """Join the hard-wrapped lines of each paragraph and list item, so the PRD wraps to the
+    pane's width; headings, list items, quotes, tables, rules, fenced code and blank lines
+    stay as written, and no word changes."""
+    out: list[str] = []
+    fenced = False
+    joinable = False  # the last line is prose the next line may continue
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if stripped.startswith(FENCES):
+            fenced = not fenced
+            out.append(line)
+            joinable = False
+            continue
+        if fenced or not stripped:
+            out.append(line)
+            joinable = False
+            continue
+        if joinable and not BLOCK_START.match(line):
+            out[-1] = out[-1].rstrip() + " " + stripped
+        else:
+            out.append(line)
+        joinable = not stripped.startswith(("#", "|")) and not line.endswith("  ")
+    return "\n".join(out)
+
+
+def prd_text(card: TaskCard, level: Level) -> Text:
+    """The PRD of `level` as the agent gets it — its words, literally; hard-wrapped lines
+    joined (`reflow`) and markdown headings in bold."""
+    prd = card.prd[level]
+    text = Text()
+    text.append(f"{level.value} PRD", style="bold")
+    budget = card.budgets[level]
+    text.append(
+        f"  ·  {card.prd_words(level):,} words  ·  {budget} question{'s' if budget != 1 else ''}",
+        style="dim",
+    )
+    text.append("\n\n")
+    if not prd.strip():
+        text.append("(empty)", style="dim italic")
+        return text
+    body = Text(reflow(printable(prd, keep_newlines=True, limit=PRD_LIMIT)))
+    offset = 0
+    for line in body.plain.split("\n"):
+        if line.lstrip().startswith("#"):
+            body.stylize("bold", offset, offset + len(line))
+        offset += len(line) + 1
+    text.append_text(body)
+    return text
+
+
+def cases_table(card: TaskCard) -> Table:
+    """Counts of the task's cases per pattern and split — numbers only."""
+    table = Table(
+        title=Text(f"{card.cases} cases by pattern", style="bold"),
+        title_justify="left",
+        box=None,
+        padding=(0, 1),
+        show_footer=True,
+        expand=False,
+    )
+    totals = {s: card.by_split[s] for s in Split}
+    table.add_column("pattern", footer=Text("total", style="bold"), no_wrap=True, max_width=40)
+    for split in Split:
+        table.add_column(split.value, footer=Text(str(totals[split]), style="bold"),
+                         justify="right")  # fmt: skip
+    table.add_column("all", footer=Text(str(card.cases), style="bold"), justify="right")
+    for row in card.by_pattern:
+        table.add_row(
+            safe(row.pattern),
+            *(count_text(n) for n in (row.public, row.hidden, row.enhanced)),
+            Text(str(row.total)),
+        )
+    return table
+
+
+def count_text(n: int) -> Text:
+    return Text(str(n), style="" if n else "dim")
+
+
+class TaskPreview(Vertical):
+    """Description, then tabs: the PRD of each level and the case counts."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.card: TaskCard | None = None
+        self.tab = Level.L1.value
+        self.shown: tuple[str, str] | None = None  # (task id, tab) drawn in the body
+        self.display = False  # until there is a task to preview
+        self.border_title = "Preview"
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="task-detail")
+        yield Static(id="task-folder")
+        yield Tabs(*(Tab(tab, id=tab_id(tab)) for tab in TABS), id="preview-tabs")
+        with VerticalScroll(id="preview-body"):
+            yield Static(id="preview-text")
+
+    def show(self, card: TaskCard | None) -> None:
+        """Preview `card` (None: nothing to preview), on the tab chosen last."""
+        if card is self.card:
+            return
+        self.card = card
+        self.display = card is not None
+        if card is None:
+            self.shown = None
+            return
+        self.query_one("#task-detail", Static).update(task_detail_text(card))
+        self.query_one("#task-folder", Static).update(task_folder_text(card))
+        self.draw()
+
+    def switch(self, step: int) -> None:
+        """The next (1) or previous (-1) tab, drawn at once (keys pressed in a row each
+        count; the tab bar follows)."""
+        self.tab = TABS[(TABS.index(self.tab) + step) % len(TABS)]
+        self.query_one(Tabs).active = tab_id(self.tab)
+        self.draw()
+
+    def on_tabs_tab_activated(self, event: Tabs.TabActivated) -> None:
+        event.stop()
+        tab = (event.tab.id or "").removeprefix("preview-")
+        if tab in TABS and tab != self.tab:
+            self.tab = tab
+            self.draw()
+
+    def draw(self) -> None:
+        card = self.card
+        if card is None or self.shown == (card.id, self.tab):
+            return
+        body = self.query_one("#preview-text", Static)
+        if self.tab == CASES_TAB:
+            body.update(cases_table(card))
+        else:
+            body.update(prd_text(card, Level(self.tab)))
+        self.query_one("#preview-body", VerticalScroll).scroll_home(animate=False)
+        self.shown = (card.id, self.tab)

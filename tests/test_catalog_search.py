@@ -1,0 +1,169 @@
+"""Finding tasks (icae_tui/catalog_search.py): ranking, filters and their counts, sizes, and
+the task card that holds no case content. No Textual."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from icae_tui.catalog_search import (
+    SIZE_LIMITS,
+    Size,
+    TaskCard,
+    TaskFinder,
+    size_of,
+)
+from icae_tui.domain.task import Level, Split
+from tests.generated_catalog import (
+    HIDDEN_SECRET,
+    RECORD_SECRET,
+    SECRET,
+    generated,
+    make_task,
+)
+from tests.test_core_without_textual import imported
+
+SMALL = [
+    make_task("csvkit", "CSV toolkit", "python", "slices and joins tables", cases=12),
+    make_task("json-tool", "JSON converter", "go", "converts csv to json and back", cases=40),
+    make_task("todo", "Todo list", "rust", "keeps a todo list in a file", cases=120),
+    make_task("semver", "Semantic versions", "Python", "parse and bump versions", cases=70),
+    make_task("mini", "Mini text tool", "python", "upper-cases text", cases=6),
+]
+
+
+@pytest.fixture(scope="module")
+def big() -> TaskFinder:
+    return TaskFinder(generated(500))
+
+
+def ids(finder: TaskFinder, query: str = "", **filters) -> list[str]:
+    return finder.find(query, **filters).ids
+
+
+def test_no_query_lists_every_task_in_catalog_order():
+    finder = TaskFinder(SMALL)
+    assert ids(finder) == ["csvkit", "json-tool", "todo", "semver", "mini"]
+    assert all(h.score == 100 for h in finder.find().hits)
+    assert ids(finder, "   ") == ids(finder)
+
+
+def test_id_and_title_rank_above_the_summary():
+    finder = TaskFinder(SMALL)
+    found = finder.find("csv")
+    assert found.ids == ["csvkit", "json-tool"]  # an id match, then a summary match
+    assert found.hits[0].score > found.hits[1].score
+    assert found.matching == 2
+
+
+def test_typos_and_word_order():
+    finder = TaskFinder(SMALL)
+    assert ids(finder, "jsno")[0] == "json-tool"
+    assert ids(finder, "smever")[0] == "semver"
+    assert ids(finder, "versions semantic")[0] == "semver"
+
+
+def test_every_word_must_match_some_field():
+    finder = TaskFinder(SMALL)
+    assert ids(finder, "csv go") == ["json-tool"]  # csv in the summary, go its language
+    assert ids(finder, "csv rust") == []
+    assert ids(finder, "zzzz") == []
+
+
+def test_a_longer_word_does_not_match_a_shorter_field():
+    """`minimal` is not `mini`: a field shorter than the word is compared whole."""
+    finder = TaskFinder(SMALL)
+    assert "mini" in ids(finder, "min")
+    assert "mini" not in ids(finder, "minimal")
+
+
+def test_the_closest_id_wins_a_tie():
+    finder = TaskFinder([make_task("csv-extra", "CSV", "go"), make_task("csv", "CSV", "go")])
+    assert ids(finder, "csv") == ["csv", "csv-extra"]
+
+
+def test_sizes_by_case_count():
+    small, medium = SIZE_LIMITS
+    assert size_of(1) is Size.SMALL and size_of(small - 1) is Size.SMALL
+    assert size_of(small) is Size.MEDIUM and size_of(medium - 1) is Size.MEDIUM
+    assert size_of(medium) is Size.LARGE
+    finder = TaskFinder(SMALL)
+    assert ids(finder, size=Size.SMALL) == ["csvkit", "mini"]
+    assert ids(finder, size=Size.MEDIUM) == ["json-tool", "semver"]
+    assert ids(finder, size=Size.LARGE) == ["todo"]
+
+
+def test_languages_group_case_insensitively_most_tasks_first():
+    finder = TaskFinder(SMALL)
+    assert finder.languages == ("python", "go", "rust")
+    assert ids(finder, language="python") == ["csvkit", "semver", "mini"]
+    assert ids(finder, language="Python") == ["csvkit", "semver", "mini"]
+
+
+def test_counts_follow_the_query_and_the_other_filter():
+    finder = TaskFinder(SMALL)
+    found = finder.find("s", language="python")  # every task has an s somewhere
+    assert dict(found.sizes) == {Size.SMALL: 2, Size.MEDIUM: 1, Size.LARGE: 0}
+    assert dict(found.languages) == {"python": 3, "go": 1, "rust": 1}
+    found = finder.find("", language="python", size=Size.SMALL)
+    assert found.ids == ["csvkit", "mini"]
+    assert dict(found.languages) == {"python": 2, "go": 0, "rust": 0}
+    assert dict(found.sizes) == {Size.SMALL: 2, Size.MEDIUM: 1, Size.LARGE: 0}
+
+
+def test_five_hundred_tasks_search_filter_and_count_like_brute_force(big):
+    cards = big.cards
+    for query in ["csv", "json go", "parser", "smever", "ratelimit cache"]:
+        scores = big.scores(query)
+        assert scores is not None
+        for language in [None, "go", "rust"]:
+            for size in [None, *Size]:
+                found = big.find(query, language, size)
+                expected = {
+                    c.id for i, c in enumerate(cards)
+                    if i in scores and language in (None, c.language_key)
+                    and size in (None, c.size)
+                }  # fmt: skip
+                assert set(found.ids) == expected, (query, language, size)
+                hit_scores = [h.score for h in found.hits]
+                assert hit_scores == sorted(hit_scores, reverse=True)  # ranked
+                by_lang = Counter(
+                    c.language_key for i, c in enumerate(cards)
+                    if i in scores and size in (None, c.size)
+                )  # fmt: skip
+                assert dict(found.languages) == {lang: by_lang[lang] for lang in big.languages}
+    # the words of a query narrow: each result of "csv parser" is a result of "csv"
+    assert set(ids(big, "csv parser")) <= set(ids(big, "csv"))
+    assert ids(big, "csv parser") == ["csv-parser-000", "csv-parser-200", "csv-parser-400"]
+    assert all(i.startswith("csv-") for i in ids(big, "csv"))
+    assert len(ids(big, "csv")) == 25
+
+
+def test_a_query_is_scored_once_while_filters_change(big, monkeypatch):
+    calls = []
+    score = big._score
+    monkeypatch.setattr(big, "_score", lambda terms: calls.append(terms) or score(terms))
+    for language in [None, "go", "python", None]:
+        big.find("yaml linter", language)
+    assert calls == [["yaml", "linter"]]
+
+
+def test_the_card_holds_counts_never_case_content_or_records():
+    task = make_task("t", "T", "go", cases=30)
+    card = TaskCard.of(task)
+    assert card.by_split == {Split.PUBLIC: 5, Split.HIDDEN: 15, Split.ENHANCED: 10}
+    assert card.cases == 30 and card.size is Size.MEDIUM
+    assert [(p.pattern, p.public, p.hidden, p.enhanced) for p in card.by_pattern] == [
+        ("edge", 1, 4, 2), ("errors", 1, 4, 2), ("format", 1, 4, 3), ("parse", 2, 3, 3),
+    ]  # fmt: skip
+    assert sum(p.total for p in card.by_pattern) == 30
+    assert card.prd[Level.L2] == task.prd[Level.L2]
+    shown = repr(card)
+    for secret in (SECRET, HIDDEN_SECRET, RECORD_SECRET):
+        assert secret in task.model_dump_json()  # the task has them…
+        assert secret not in shown  # …the card does not
+
+
+def test_search_imports_neither_textual_nor_rich():
+    assert imported(["icae_tui.catalog_search"], ("textual", "rich")) == ""

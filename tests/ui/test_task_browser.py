@@ -1,0 +1,303 @@
+"""The task browser (task list screen): search as you type, the language and size filters with
+their counts, the preview (PRD per level, case counts — never a hidden case), the keys, and
+Enter still opening the run setup. A catalog of 500 generated tasks checks that the list
+follows each keystroke exactly (no timing is measured here)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+from textual.widgets import Input, Static
+
+from icae_tui.catalog import Catalog
+from icae_tui.catalog_search import Size, TaskFinder
+from icae_tui.domain.task import Level
+from icae_tui.ui.app import IcaeApp
+from icae_tui.ui.screens import task_list
+from icae_tui.ui.screens.run_setup import RunSetupScreen
+from icae_tui.ui.screens.task_list import TaskListScreen
+from icae_tui.ui.widgets.task_preview import TaskPreview
+from icae_tui.ui.widgets.task_table import TaskTable
+from tests.generated_catalog import (
+    HIDDEN_SECRET,
+    RECORD_SECRET,
+    SECRET,
+    catalog_of,
+    generated,
+    make_task,
+)
+
+from .helpers import until
+
+PRDS = {
+    Level.L1: "# Versions\nBuild a version tool. alpha-one",
+    Level.L2: "# Versions\nBuild a version tool that bumps. beta-two",
+    Level.L3: "# Versions\nBuild a version tool that bumps and sorts. gamma-three",
+    Level.GROUND: "# Versions\nEverything, exactly. delta-ground",
+}
+SMALL = [
+    make_task("csvkit", "CSV toolkit", "python", "slices and joins tables", cases=12),
+    make_task("json-tool", "JSON converter", "go", "converts csv to json and back", cases=40),
+    make_task("todo", "Todo list", "rust", "keeps a todo list in a file", cases=120),
+    make_task("semver", "Semantic versions", "python", "parse and bump", cases=70, prd=PRDS),
+]
+
+
+def plain(content: object) -> str:
+    """What a widget's content reads as on a wide terminal."""
+    console = Console(width=200, file=io.StringIO(), record=True, color_system=None)
+    console.print(content)
+    return console.export_text().replace("\u00a0", " ")
+
+
+def static(screen, selector: str) -> str:
+    return plain(screen.query_one(selector, Static).content)
+
+
+def shown(screen) -> list[str]:
+    return list(screen.query_one("#tasks", TaskTable).ids)
+
+
+def console_app(catalog: Catalog, store) -> IcaeApp:
+    app = IcaeApp(catalog=catalog, store=store)
+    app.animation_level = "none"
+    return app
+
+
+async def type_text(pilot, text: str) -> None:
+    for ch in text:
+        await pilot.press("space" if ch == " " else ch)
+
+
+async def test_slash_searches_as_you_type_and_ranks(store):
+    app = console_app(catalog_of(SMALL), store)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, TaskListScreen)
+        assert shown(screen) == ["csvkit", "json-tool", "todo", "semver"]
+        assert screen.query_one("#tasks").has_focus
+        await pilot.press("slash")
+        search = screen.query_one("#task-search", Input)
+        assert search.has_focus
+        await type_text(pilot, "csv")
+        await pilot.pause()
+        assert shown(screen) == ["csvkit", "json-tool"]  # id match first, summary match next
+        assert screen.query_one("#tasks", TaskTable).border_title == "Tasks · 2 of 4"
+        assert "CSV toolkit" in static(screen, "#task-detail")  # the best match is previewed
+        await type_text(pilot, " go")
+        await pilot.pause()
+        assert shown(screen) == ["json-tool"]  # every word must match: csv (summary) + go
+        await pilot.press("escape")  # clears the search, all tasks are back
+        await pilot.pause()
+        assert search.value == "" and search.has_focus
+        assert shown(screen) == ["csvkit", "json-tool", "todo", "semver"]
+        assert screen.query_one("#tasks", TaskTable).border_title == "Tasks"
+        await pilot.press("escape")  # an empty search: back to the list
+        await pilot.pause()
+        assert screen.query_one("#tasks").has_focus
+        await pilot.press("slash")
+        await type_text(pilot, "zzzz")
+        await pilot.pause()
+        assert shown(screen) == []
+        assert screen.query_one("#no-matches").display
+        assert not screen.query_one(TaskPreview).display
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not screen.query_one("#no-matches").display
+        assert screen.query_one(TaskPreview).display
+
+
+async def test_a_typo_still_finds_the_task(store):
+    app = console_app(catalog_of(SMALL), store)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press("slash")
+        await type_text(pilot, "smever")
+        await pilot.pause()
+        assert shown(app.screen)[0] == "semver"
+
+
+async def test_language_filter_cycles_with_counts(store):
+    app = console_app(catalog_of(SMALL), store)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = app.screen
+        filters = static(screen, "#task-filters")
+        assert "all 4" in filters and "python 2" in filters and "go 1" in filters
+        await pilot.press("l")  # the language with most tasks first
+        await pilot.pause()
+        assert screen.language_filter == "python"
+        assert shown(screen) == ["csvkit", "semver"]
+        filters = static(screen, "#task-filters")
+        assert "small 1" in filters and "medium 1" in filters and "large 0" in filters
+        await pilot.press("l", "l")
+        await pilot.pause()
+        assert screen.language_filter == "rust" and shown(screen) == ["todo"]
+        await pilot.press("l")  # round again: every language
+        await pilot.pause()
+        assert screen.language_filter is None and len(shown(screen)) == 4
+
+
+async def test_size_filter_cycles_and_combines_with_search(store):
+    app = console_app(catalog_of(SMALL), store)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = app.screen
+        assert "small 1" in static(screen, "#task-filters")
+        await pilot.press("s")
+        await pilot.pause()
+        assert screen.size_filter is Size.SMALL and shown(screen) == ["csvkit"]
+        await pilot.press("s")
+        await pilot.pause()
+        assert screen.size_filter is Size.MEDIUM and shown(screen) == ["json-tool", "semver"]
+        filters = static(screen, "#task-filters")
+        assert "python 1" in filters and "go 1" in filters and "rust 0" in filters
+        await pilot.press("slash")
+        await type_text(pilot, "csv")
+        await pilot.pause()
+        assert shown(screen) == ["json-tool"]  # csv among the medium ones
+        assert screen.query_one("#tasks", TaskTable).border_title == "Tasks · 1 of 4"
+        await pilot.press("escape", "escape")  # the search, then the filters
+        await pilot.pause()
+        assert screen.size_filter is None and len(shown(screen)) == 4
+
+
+async def test_preview_switches_levels_and_counts_cases(store):
+    app = console_app(catalog_of(SMALL), store)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = app.screen
+        await pilot.press("j", "j", "j")  # down to semver
+        await pilot.pause()
+        preview = screen.query_one(TaskPreview)
+        assert preview.card is not None and preview.card.id == "semver"
+        detail = static(screen, "#task-detail")
+        assert "70 cases (medium): 11 public · 35 hidden · 24 enhanced" in detail
+        assert "alpha-one" in static(screen, "#preview-text")
+        for key, level, word in [("]", "L2", "beta-two"), ("]", "L3", "gamma-three"),
+                                 ("]", "ground", "delta-ground")]:  # fmt: skip
+            await pilot.press(key)
+            await pilot.pause()
+            body = static(screen, "#preview-text")
+            assert preview.tab == level and f"{level} PRD" in body and word in body
+        await pilot.press("]")
+        await pilot.pause()
+        assert preview.tab == "cases"
+        body = static(screen, "#preview-text")
+        assert "70 cases by pattern" in body
+        rows = {line.split()[0]: line.split()[1:] for line in body.splitlines() if line.strip()}
+        assert rows["parse"] == ["3", "9", "6", "18"]  # public, hidden, enhanced, all
+        assert rows["total"] == ["11", "35", "24", "70"]
+        await pilot.press("[", "[", "]", "]")  # keys in a row each count
+        await pilot.pause()
+        assert preview.tab == "cases"
+        await pilot.press("k")  # another task: the tab stays
+        await pilot.pause()
+        assert preview.card.id == "todo" and "120 cases by pattern" in static(
+            screen, "#preview-text"
+        )
+        await pilot.press("]")  # round to L1
+        await pilot.pause()
+        assert preview.tab == "L1" and "L1 PRD" in static(screen, "#preview-text")
+        await pilot.press("[")
+        await pilot.pause()
+        assert preview.tab == "cases"
+
+
+async def test_preview_never_shows_a_case_or_a_record(store):
+    """Every case of the catalog carries a marker in its input, output and fixtures, and
+    every user-agent record one too: no tab of the preview, no line of the screen has it."""
+    app = console_app(catalog_of(SMALL), store)
+    async with app.run_test(size=(200, 60)) as pilot:
+        screen = app.screen
+        for _ in range(len(SMALL)):
+            for _ in range(5):  # the four PRDs and the case counts
+                texts = [static(screen, s) for s in ("#task-detail", "#preview-text")]
+                texts.append(app.export_screenshot())
+                for text in texts:
+                    for secret in (SECRET, HIDDEN_SECRET, RECORD_SECRET):
+                        assert secret not in text
+                await pilot.press("]")
+                await pilot.pause()
+            await pilot.press("down")
+            await pilot.pause()
+        assert "semver" in app.export_screenshot()  # the check does read the screen
+
+
+async def test_enter_opens_setup_for_the_highlighted_task(fixture_catalog, store):
+    catalog = catalog_of([*generated(40), fixture_catalog.tasks["mini"]])
+    app = console_app(catalog, store)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press("slash")
+        await type_text(pilot, "mini text")
+        await pilot.press("enter")  # from the search box to the list
+        await pilot.pause()
+        assert app.screen.query_one("#tasks").has_focus
+        assert shown(app.screen)[0] == "mini"
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, RunSetupScreen))
+        config = app.screen.config()
+        assert config is not None and config.task.id == "mini"
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, TaskListScreen))
+        assert shown(app.screen) == ["mini"]  # the search is kept
+        await pilot.press("escape", "down", "enter")  # the search cleared: another task
+        await until(pilot, lambda: isinstance(app.screen, RunSetupScreen))
+        second = shown(app.screen_stack[-2])[1]
+        assert second in str(app.screen.query_one("#setup-title", Static).render())
+
+
+async def test_a_click_highlights_a_second_click_opens_setup(store):
+    app = console_app(catalog_of(SMALL), store)
+    async with app.run_test(size=(160, 45)) as pilot:
+        table = app.screen.query_one("#tasks", TaskTable)
+        await pilot.pause()  # laid out: the filters line has its height
+        await pilot.click("#tasks", offset=(4, 4))  # border, header, then rows 0, 1, 2
+        await pilot.pause()
+        assert table.highlighted == "todo"
+        assert app.screen.query_one(TaskPreview).card.id == "todo"
+        await pilot.click("#tasks", offset=(4, 4))
+        await until(pilot, lambda: isinstance(app.screen, RunSetupScreen))
+        assert "todo" in str(app.screen.query_one("#setup-title", Static).render())
+
+
+@pytest.fixture(scope="module")
+def five_hundred() -> Catalog:
+    return catalog_of(generated(500))
+
+
+async def test_five_hundred_tasks_follow_every_keystroke(five_hundred, store, monkeypatch):
+    """Each keystroke shows exactly what the finder ranks for the text typed so far, under
+    the filters — and no row is built again (rows are built once, when the screen opens)."""
+    finder = TaskFinder(five_hundred.tasks.values())
+    app = console_app(five_hundred, store)
+    async with app.run_test(size=(200, 60)) as pilot:
+        screen = app.screen
+        table = screen.query_one("#tasks", TaskTable)
+        assert table.row_count == 500
+        built = []
+        monkeypatch.setattr(task_list, "task_row", lambda card: built.append(card) or ())
+        rows = dict(table.rows)
+        await pilot.press("slash")
+        typed = ""
+        for ch in "yaml linter":
+            typed += ch
+            await type_text(pilot, ch)
+            await pilot.pause()
+            assert shown(screen) == finder.find(typed).ids, typed
+        assert shown(screen) == ["yaml-linter-111", "yaml-linter-311"]
+        await pilot.press("enter", "l", "s")  # to the list; first language; small
+        await pilot.pause()
+        expected = finder.find("yaml linter", finder.languages[0], Size.SMALL)
+        assert shown(screen) == expected.ids
+        await pilot.press("escape", "escape")
+        await pilot.pause()
+        assert table.row_count == 500 and shown(screen) == [c.id for c in finder.cards]
+        assert built == [] and all(table.rows[k] is v for k, v in rows.items())
+        # the cursor walks the list and the preview follows it
+        await pilot.press("G")
+        await pilot.pause()
+        assert table.highlighted == finder.cards[-1].id
+        assert screen.query_one(TaskPreview).card.id == finder.cards[-1].id
+        await pilot.press("g", "pagedown")
+        await pilot.pause()
+        assert table.cursor == table.page_rows
+        assert table.highlighted in app.export_screenshot()  # scrolled into view
