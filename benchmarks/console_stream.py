@@ -512,7 +512,7 @@ async def run_console(args: argparse.Namespace, agent: Agent, tmp: Path) -> Resu
             return self.screen.trace.pending
 
         def held(self) -> tuple[int, int]:
-            return len(self.screen.trace._lines), len(self.screen.view.trace)
+            return len(self.screen.trace.rows), len(self.screen.view.trace)
 
         def next_label(self) -> str:
             return f"responder {self.screen._next_mode()}"

@@ -1,5 +1,5 @@
 """`icae`: the console by default; `run`, `tasks`, `images`, `runs`, `agents` for scripts
-and CI."""
+and CI; `replay` a stored run or a recording, in the console or printed."""
 
 from __future__ import annotations
 
@@ -289,6 +289,64 @@ def cmd_console(args: argparse.Namespace) -> int:
     return 0
 
 
+def _replayed(args: argparse.Namespace, store: RunStore) -> tuple[list, str] | None:
+    """The events `icae replay` names (a recording file, a bundled recording as
+    TASK/NAME, or a stored run id) and a label; None after saying what is wrong."""
+    from icae_tui import recordings
+
+    what = args.run
+    path = Path(what)
+    if not path.is_file():
+        if events := store.events(what):
+            return events, ""
+        roots = {tid: Path(t.root) for tid, t in _catalog(args).tasks.items()}
+        named = [r.path for r in recordings.bundled(roots) if f"{r.task_id}/{r.name}" == what]
+        path = named[0] if named else path
+    if not path.is_file():
+        print(f"error: no stored run or recording {printable(what)!r} (see `icae runs`, "
+              "or give a recording's .jsonl path or TASK/NAME)", file=sys.stderr)  # fmt: skip
+        return None
+    try:
+        events = recordings.load(path)
+    except recordings.RecordingError as err:
+        print(f"error: {printable(str(err))}", file=sys.stderr)
+        return None
+    if not events:
+        print(f"error: {printable(str(path))}: no events to replay", file=sys.stderr)
+        return None
+    return events, f"recording {path.name}"
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    """A stored run or a recording replayed at its pace: in the console, or printed."""
+    store = RunStore(Path(args.home) / "runs.db" if args.home else None)
+    replayed = _replayed(args, store)
+    if replayed is None:
+        return 2
+    events, label = replayed
+    if args.headless:
+        from icae_tui.headless import replay_headless
+
+        try:
+            asyncio.run(replay_headless(events, speed=args.speed, verbose=args.verbose))
+        except KeyboardInterrupt:
+            return 130
+        return 0
+    from icae_tui.ui.app import IcaeApp
+    from icae_tui.ui.screens.replay import open_replay, replay_console
+
+    store.mark_interrupted()
+    artifacts = None if label else store.artifacts_dir
+
+    def opened(app: IcaeApp) -> None:
+        open_replay(app, events, speed=args.speed, label=label, artifacts=artifacts)
+
+    agent_files = [Path(f) for f in args.agents or ()]
+    replay_console(IcaeApp, opened, catalog=_catalog(args), store=store, pace_s=args.pace,
+                   agent_files=agent_files).run()  # fmt: skip
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """The console in a web browser: each page session runs `icae` with these options."""
     from icae_tui.ui.serve import serve
@@ -368,6 +426,17 @@ def parser() -> argparse.ArgumentParser:
                      "drives the console)")  # fmt: skip
     web.add_argument("--port", type=int, default=8000)
     web.add_argument("--public-url", help="the URL the browser uses, behind a proxy")
+    replay = sub.add_parser("replay", help="replay a stored run or a recording at its pace")
+    replay.add_argument("run", metavar="RUN_ID|PATH",
+                        help="a stored run's id, a recording (.jsonl), or a task's recording "
+                        "as TASK/NAME (e.g. semver/good-L1)")  # fmt: skip
+    replay.add_argument("--speed", type=SECONDS, default=1.0,
+                        help="times the original pace (default 1; idle gaps over 2 s are "
+                        "shortened); 0 shows everything at once")  # fmt: skip
+    replay.add_argument("--headless", action="store_true",
+                        help="print the run's lines at that pace instead of the console")  # fmt: skip
+    replay.add_argument("-v", "--verbose", action="store_true",
+                        help="with --headless: agent command output too")  # fmt: skip
     runs = sub.add_parser("runs", help="list stored runs, or export one")
     runs.add_argument("--export", metavar="RUN_ID", help="print a stored run's JSON report")
     runs.add_argument("--trajectory", action="store_true",
@@ -412,6 +481,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         "reap": cmd_reap,
         "agents": cmd_agents,
         "serve": cmd_serve,
+        "replay": cmd_replay,
     }
     return handlers[args.command](args)
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Iterable
 from typing import TextIO
 
+from icae_tui.display.replay import PacedReplay, Sleep
 from icae_tui.display.view import RunView
 from icae_tui.display.wording import draft_source, interaction_line, usage_lines
 from icae_tui.domain.events import Event, QuestionAsked
@@ -90,3 +92,33 @@ async def run_headless(config: RunConfig, store: RunStore, *, verbose: bool = Fa
     outcome = await run.execute()
     printer.summary()  # the printer saw every stored event
     return outcome
+
+
+async def replay_headless(
+    events: Iterable[Event],
+    *,
+    speed: float = 1.0,
+    verbose: bool = False,
+    out: TextIO | None = None,
+    sleep: Sleep = asyncio.sleep,
+) -> PlainPrinter:
+    """A stored run's log printed line by line at its own pace (`speed` times faster; idle
+    gaps over 2 s shortened; 0: all at once), then its summary, as the run printed it."""
+    printer = PlainPrinter(out, verbose=verbose)
+    replay = PacedReplay(events, speed=speed, sleep=sleep)
+    job = asyncio.ensure_future(replay.job())
+
+    def deliver(ev: Event) -> None:
+        printer(ev)
+        if printer.closed:  # the reader went away (`icae replay … | head`): nobody watches
+            job.cancel()
+
+    replay.connect(deliver)
+    try:
+        await job
+    except asyncio.CancelledError:
+        if not printer.closed:
+            raise
+        return printer
+    printer.summary()
+    return printer

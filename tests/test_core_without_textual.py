@@ -23,7 +23,8 @@ CORE = [
 
 
 DISPLAY = ["icae_tui.display", "icae_tui.display.view", "icae_tui.display.wording",
-           "icae_tui.display.sources"]  # fmt: skip
+           "icae_tui.display.sources", "icae_tui.display.progress",
+           "icae_tui.display.results_filter", "icae_tui.display.export"]  # fmt: skip
 
 
 def imported(modules: list[str], roots: tuple[str, ...]) -> str:

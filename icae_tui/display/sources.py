@@ -2,7 +2,8 @@
 
 A display connects to its source and feeds every event to its `RunView`; it never asks
 which kind of source it has. A live source also has work to run (the run itself) and takes
-the operator's commands; a stored run has no work, and refuses commands.
+the operator's commands (answers, the responder, pausing the agent); a stored run has no
+work, and refuses commands. Either gives the events seen so far (`recorded`), for an export.
 """
 
 from __future__ import annotations
@@ -33,6 +34,15 @@ class RunSource(Protocol):
     def set_responder(self, mode: str) -> bool | None:
         """Switch who answers; False if refused."""
 
+    async def pause_agent(self) -> bool:
+        """Pause the agent (a live run, while the agent builds); False if refused."""
+
+    async def resume_agent(self) -> bool:
+        """Let a paused agent go on; False if refused (nothing paused, a stored run)."""
+
+    def recorded(self) -> list[Event]:
+        """The run's events delivered so far, in order."""
+
     def now(self, view: RunView) -> float:
         """The time for the run's clock."""
 
@@ -47,6 +57,8 @@ class LiveRun(Protocol):
     async def execute(self) -> Any: ...
     def answer(self, question_id: int, text: str) -> bool: ...
     def set_responder(self, mode: str) -> bool | None: ...
+    async def pause(self) -> bool: ...
+    async def resume(self) -> bool: ...
 
 
 class LiveSource:
@@ -57,9 +69,14 @@ class LiveSource:
         self.run_id = run.run_id
         self.label = f"run {run.run_id} · starting…"
         self.clock = clock
+        self.events: list[Event] = []  # what the run delivered (the run holds them too)
 
     def connect(self, deliver: Deliver) -> None:
-        self.run.subscribe(deliver)
+        def delivered(ev: Event) -> None:
+            self.events.append(ev)
+            deliver(ev)
+
+        self.run.subscribe(delivered)
 
     def job(self) -> Coroutine[Any, Any, Any]:
         return self.run.execute()
@@ -69,6 +86,15 @@ class LiveSource:
 
     def set_responder(self, mode: str) -> bool | None:
         return self.run.set_responder(mode)
+
+    async def pause_agent(self) -> bool:
+        return bool(await self.run.pause())
+
+    async def resume_agent(self) -> bool:
+        return bool(await self.run.resume())
+
+    def recorded(self) -> list[Event]:
+        return list(self.events)
 
     def now(self, view: RunView) -> float:
         return self.clock()
@@ -100,6 +126,15 @@ class ReplaySource:
 
     def set_responder(self, mode: str) -> bool:
         return False
+
+    async def pause_agent(self) -> bool:
+        return False
+
+    async def resume_agent(self) -> bool:
+        return False
+
+    def recorded(self) -> list[Event]:
+        return list(self.events)
 
     def now(self, view: RunView) -> float:
         return view.last_ts if view.last_ts is not None else 0.0

@@ -6,7 +6,9 @@ and feed it the run's events in order; they differ only in how they draw its sta
 knows nothing of Textual or Rich: its text is plain (made printable), with style hints.
 
 The agent's usage against its limits (`usage()`: steps, wall clock, model calls, tokens,
-cost) and each model call (`calls`, for the model calls screen) are kept too.
+cost) and each model call (`calls`, for the model calls screen) are kept too. The operator's
+pauses of the agent (AgentPaused, AgentResumed) are off its wall clock, as they are off its
+time limit; when each phase began is kept for the progress line (display/progress.py).
 
 Displays draw incrementally: `trace` is append-only (the last TRACE_KEEP lines are kept,
 `trace_total` counts them all, `trace_since` gives what came after a display's cursor), and
@@ -25,6 +27,8 @@ from icae_tui.domain.events import (
     AgentCommand,
     AgentCommandDone,
     AgentOutput,
+    AgentPaused,
+    AgentResumed,
     AgentSaid,
     AgentStopped,
     AgentStreamed,
@@ -142,6 +146,13 @@ class RunView:
     steps: int | None = None
     agent_t0: float | None = None  # when the generate phase began
     agent_t1: float | None = None  # when the agent stopped (or the phase ended)
+    # the operator's pauses of the agent (AgentPaused, AgentResumed): not on its clock
+    agent_paused: bool = False
+    paused_since: float | None = None  # when the pause under way began
+    paused_s: float = 0.0  # the pauses that are over, summed
+    # when the current phase began, and when the cases were planned (display/progress.py)
+    phase_t0: float | None = None
+    planned_t0: float | None = None
     # results
     cases: dict[str, CaseRow] = field(default_factory=dict)  # in planned order
     score: Score | None = None
@@ -190,13 +201,21 @@ class RunView:
         end = self.agent_t1
         if end is None:
             end = now if now is not None else self.last_ts
-        agent_s = None if self.agent_t0 is None or end is None else max(0.0, end - self.agent_t0)
+        agent_s = None
+        if self.agent_t0 is not None and end is not None:
+            agent_s = max(0.0, end - self.agent_t0 - self.paused_until(end))
         m = self.model
         return w.Usage(
             limits=self.limits, steps=self.steps, agent_s=agent_s, calls=m.calls,
             tokens_in=m.tokens_in, tokens_out=m.tokens_out, cost=m.cost,
             infra_failures=m.infra_failures,
         )  # fmt: skip
+
+    def paused_until(self, end: float) -> float:
+        """The seconds the agent was paused, up to `end` (a pause under way included)."""
+        if self.agent_paused and self.paused_since is not None:
+            return self.paused_s + max(0.0, end - self.paused_since)
+        return self.paused_s
 
     def trace_since(self, cursor: int) -> tuple[list[TraceLine], int]:
         """The lines after `cursor` (a count of lines seen) that are still kept, and the
@@ -230,6 +249,7 @@ class RunView:
             case PhaseChanged():
                 self._agent_clock(ev)
                 self.phase, self.phase_detail = ev.phase, ev.detail
+                self.phase_t0 = ev.ts
                 self.head_rev += 1
                 self._line("phase", w.phase_line(ev), style="strong")
                 self._status(w.phase_status(ev))
@@ -260,7 +280,10 @@ class RunView:
                 self.head_rev += 1
                 bad = ev.call_kind != "ok" or ev.infra_failures
                 self._line("model", w.model_call_line(ev), style="warn" if bad else "muted")
+            case AgentPaused() | AgentResumed():
+                self._paused(ev)
             case AgentStopped():
+                self._end_pause(ev.ts)  # a limit or an error stopped it while paused
                 self.steps = ev.steps
                 if self.agent_t1 is None:
                     self.agent_t1 = ev.ts
@@ -295,6 +318,8 @@ class RunView:
                             self._output(stream, body)
                     self._end_output()
             case CasesPlanned():
+                if self.planned_t0 is None:
+                    self.planned_t0 = ev.ts
                 self._line("planned", w.planned_line(ev))
                 for i, case_id in enumerate(ev.case_ids):
                     if case_id not in self.cases:
@@ -390,8 +415,31 @@ class RunView:
             self.agent_t0 = ev.ts
         elif ev.phase != "generate" and self.agent_t0 is not None and self.agent_t1 is None:
             self.agent_t1 = ev.ts  # the generate phase is over, whatever the agent said
+        if ev.phase != "generate":
+            self._end_pause(ev.ts)  # the run lets a paused agent go when its phase ends
+
+    def _paused(self, ev: AgentPaused | AgentResumed) -> None:
+        """The operator paused or resumed the agent; a resume says how long it was paused
+        (by the run's clock), else the events' timestamps do."""
+        if isinstance(ev, AgentPaused):
+            if not self.agent_paused:
+                self.agent_paused, self.paused_since = True, ev.ts
+            self._line("paused", w.paused_line(ev), style="warn-strong")
+            self._status(w.paused_status(ev))
+        else:
+            self._end_pause(ev.ts, ev.paused_s)
+            self._line("resumed", w.resumed_line(ev), style="muted")
+            self._status(w.resumed_status(ev))
+        self.head_rev += 1
+
+    def _end_pause(self, ts: float, paused_s: float = 0.0) -> None:
+        if self.agent_paused and self.paused_since is not None:
+            self.paused_s += paused_s if paused_s > 0 else max(0.0, ts - self.paused_since)
+            self.head_rev += 1
+        self.agent_paused, self.paused_since = False, None
 
     def _finished(self, ev: RunFinished) -> None:
+        self._end_pause(ev.ts)
         self.finished = ev
         if self.agent_t0 is not None and self.agent_t1 is None:
             self.agent_t1 = ev.ts

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from icae_tui.domain.agent import Limits
 from icae_tui.domain.events import (
     AgentCommandDone,
+    AgentPaused,
+    AgentResumed,
     AgentStopped,
     AgentToolUsed,
     AgentWrote,
@@ -316,6 +318,31 @@ def usage_lines(u: Usage) -> list[str]:
     if agent := agent_segments(u):
         lines.append("agent: " + plain(agent))
     return lines
+
+
+def paused_line(ev: AgentPaused) -> str:
+    return printable(f"⏸ agent paused by {ev.by}")
+
+
+def resumed_line(ev: AgentResumed) -> str:
+    return f"▶ agent resumed after {seconds(ev.paused_s)} (not counted against its time limit)"
+
+
+def paused_status(ev: AgentPaused) -> list[Seg]:
+    return [("agent paused", "warn-strong"), (printable(f" by {ev.by}"), "muted")]
+
+
+def resumed_status(ev: AgentResumed) -> list[Seg]:
+    return [(f"agent resumed after {seconds(ev.paused_s)}", "muted")]
+
+
+def pause_refused(pause: bool, *, live: bool = True) -> str:
+    """Why a pause (or a resume) was refused."""
+    if not live:
+        return "A stored run cannot be paused: its agent is not running."
+    if pause:
+        return "The agent can be paused while it builds (the generate phase)."
+    return "The agent is not paused."
 
 
 def stopped_line(ev: AgentStopped) -> str:
@@ -622,6 +649,27 @@ def finished_status(ev: RunFinished, summary: str = "") -> list[Seg]:
     if ev.report_path:
         segs += [("   report ", "muted"), (printable(ev.report_path), "")]
     return segs
+
+
+NOTICE_LIMIT = 4000  # of a run's error in the notification of its end
+
+
+def ended_notice(ev: RunFinished, score: Score | None = None) -> tuple[str, str]:
+    """The title and the message of the notification a run's end gets: the score of a
+    completed run, the whole error of a failed one, what was done before a cancel. `score`:
+    the latest measured, when the run ended without one."""
+    score = ev.score if ev.score is not None else score
+    parts: list[str] = []
+    if ev.status == "completed" and score is not None:
+        overall = pct(score.overall) if score.measured else UNKNOWN
+        parts.append(f"overall {overall}")
+    elif ev.error:
+        parts.append(printable(ev.error, limit=NOTICE_LIMIT))
+    if score is not None:
+        parts.append(f"{score.done}/{score.planned} cases done")
+        if not score.build_ok:
+            parts.append("build failed")
+    return f"Run {ev.status}", " · ".join(parts) or f"run {ev.status}"
 
 
 def cancelling_status(phase: str, *, stopped: bool = False) -> list[Seg]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import gc
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from icae_tui.display.sources import LiveSource
 from icae_tui.domain.task import Task
 from icae_tui.run import Run, RunConfig
 from icae_tui.store import RunStore
+from icae_tui.ui.kept import KeptDeliveries
 from icae_tui.ui.keymap import keyed
 from icae_tui.ui.presenting import PresentingApp
 from icae_tui.ui.screens.history import HistoryScreen
@@ -48,9 +51,15 @@ class IcaeApp(PresentingApp):
         self.store = store
         self.pace_s = pace_s
         self.agent_files = tuple(agent_files)
+        self.kept = KeptDeliveries(self)  # the deliveries the console's runs keep
 
     def get_default_screen(self) -> TaskListScreen:
         return TaskListScreen(self.catalog)
+
+    def on_ready(self) -> None:
+        # What is loaded by now (catalog, widgets, CSS) lives as long as the app: kept out of
+        # the collector's full passes, which otherwise stall the screen during a trace burst.
+        gc.freeze()
 
     # --- navigation ---------------------------------------------------------------------
 
@@ -63,9 +72,13 @@ class IcaeApp(PresentingApp):
         self.push_screen(setup, chosen)
 
     def start_run(self, config: RunConfig) -> RunScreen:
+        """The run keeps its delivery for the case detail (re-run, shells) until its screen
+        goes or the app quits (`ui/kept.py`)."""
+        config = dataclasses.replace(config, keep_delivery=True)
         source = LiveSource(Run(config, self.store))
         screen = RunScreen(source, artifacts=self.store.artifacts_dir)
         self.push_screen(screen)
+        self.kept.track(screen)
         return screen
 
     def open_history(self) -> None:
@@ -95,4 +108,5 @@ class IcaeApp(PresentingApp):
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.gather(*(settle(w) for w in running)), QUIT_GRACE_S)
             await asyncio.sleep(0.5)  # let shielded container removals finish
+        await self.kept.discard_all(QUIT_GRACE_S)
         self.exit()

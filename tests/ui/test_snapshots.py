@@ -2,7 +2,8 @@
 
 Stable by construction: a fixed terminal size, animations off, the task's folder shown as a
 fixed path, history's dates from fixed timestamps in UTC, and the finished run replayed from
-a fixed event list (its clock comes from the events' timestamps).
+a fixed event list (its clock comes from the events' timestamps), moved to its end at once
+(End) rather than played at its pace.
 After an intended change of the console: `pytest tests/ui/test_snapshots.py --snapshot-update`,
 then look at the new SVGs before committing them.
 """
@@ -100,24 +101,27 @@ def test_history(snap_compare, catalog, history, utc):
 
 
 def test_finished_run_replayed(snap_compare, catalog, history, utc):
-    assert snap_compare(console(catalog, history), press=["h", "enter"], terminal_size=SIZE)
+    """End: the replay's final state at once (the replay bar says so)."""
+    keys = ["h", "enter", "end"]
+    assert snap_compare(console(catalog, history), press=keys, terminal_size=SIZE)
 
 
 def test_case_detail(snap_compare, catalog, history, utc):
-    keys = ["h", "enter", "r", "down", "enter"]  # the results, the second case, its details
+    keys = ["h", "enter", "end", "r", "down", "enter"]  # the results, the second case, its details
     assert snap_compare(console(catalog, history), press=keys, terminal_size=SIZE)
 
 
 def test_model_run_replayed(snap_compare, catalog, model_history, utc):
     """The header's second line: steps, time, calls, tokens (≥80 %) and cost (reached)."""
-    assert snap_compare(console(catalog, model_history), press=["h", "enter"], terminal_size=SIZE)
+    keys = ["h", "enter", "end"]
+    assert snap_compare(console(catalog, model_history), press=keys, terminal_size=SIZE)
 
 
 def test_model_calls(snap_compare, catalog, model_history, utc):
     """The calls of the model run, the second expanded: new messages, reply, body."""
 
     async def expanded(pilot) -> None:
-        await pilot.press("h", "enter", "l", "down", "enter")
+        await pilot.press("h", "enter", "end", "l", "down", "enter")
         app = pilot.app
         await until(pilot, lambda: isinstance(app.screen, ModelCallsScreen)
                     and "reply (finish: stop)" in app.screen.detail_text)  # fmt: skip

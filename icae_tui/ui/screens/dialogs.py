@@ -1,18 +1,21 @@
-"""Small modal dialogs: a yes/no confirmation and a case's details."""
+"""Small modal dialogs: a yes/no confirmation; one side of a case as text. The case detail
+is in `case_detail.py` (imported here too, where the run screen has always found it)."""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Static
+from textual.widgets import Button, Static
 
-from icae_tui.display.wording import ladder_segments
-from icae_tui.domain.results import CaseResult, SideRun
+from icae_tui.domain.results import SideRun
 from icae_tui.ui.keymap import keyed
-from icae_tui.ui.text import exit_text, safe, segments, verdict_text
+from icae_tui.ui.screens.case_detail import CaseDetailScreen, case_summary_text
+from icae_tui.ui.text import exit_text, safe
+
+__all__ = ["CaseDetailScreen", "ConfirmScreen", "case_summary_text", "side_text"]
 
 OUTPUT_LIMIT = 20_000
 
@@ -83,46 +86,3 @@ def side_text(name: str, side: SideRun | None) -> Text:
         text.append(f"… {more} more not kept ({side.changes_total} in all,", style="yellow")
         text.append(f" sha256 {side.changes_sha256[:12]})\n", style="dim")
     return text
-
-
-def case_summary_text(r: CaseResult) -> Text:
-    text = Text()
-    text.append_text(safe(r.case_id, "bold"))
-    text.append("  ")
-    text.append_text(verdict_text(r.verdict))
-    text.append("  ")
-    text.append_text(safe(r.reason, limit=1000))
-    text.append("\npattern ", style="dim")
-    text.append_text(safe(r.pattern))
-    text.append("  ·  split ", style="dim")
-    text.append_text(safe(r.split))
-    text.append("  ·  ", style="dim")
-    segments(ladder_segments(r), text)  # the rungs it reached; the later ones "not reached"
-    text.append("\n")
-    text.append("command ", style="dim")
-    text.append_text(safe(r.command, lines=True, limit=2000))
-    return text
-
-
-class CaseDetailScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q,enter", "close", "Close")]
-    BINDINGS = keyed("case", BINDINGS)  # action ids for keymap.toml (ui/keymap.py)
-
-    def __init__(self, result: CaseResult) -> None:
-        super().__init__()
-        self.result = result
-
-    def compose(self) -> ComposeResult:
-        r = self.result
-        with Vertical(id="case-dialog") as dialog:
-            dialog.border_title = f"Case {r.case_id}"
-            yield Static(case_summary_text(r), id="case-summary")
-            with Horizontal(id="case-sides"):
-                with VerticalScroll(classes="case-side", id="case-oracle"):
-                    yield Static(side_text("oracle (golden)", r.oracle))
-                with VerticalScroll(classes="case-side", id="case-delivery"):
-                    yield Static(side_text("delivery (agent)", r.delivery))
-        yield Footer()
-
-    def action_close(self) -> None:
-        self.dismiss(None)

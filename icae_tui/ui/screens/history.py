@@ -1,8 +1,16 @@
-"""Past runs from the store; Enter replays a run's stored events in a run screen."""
+"""Past runs from the store, and the sample tasks' recorded demos; Enter replays one through
+the run screen at its own pace (icae_tui/ui/screens/replay.py) — no Docker needed.
+
+The recorded demos are the `recordings/*.jsonl` of the catalog's task folders
+(icae_tui/recordings.py), listed after the stored runs and marked "recorded demo". A
+recording that does not load is listed with its error and reported in a notification naming
+the file and the line; it is not replayed.
+"""
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -10,11 +18,19 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
-from icae_tui.display.sources import ReplaySource
+from icae_tui import recordings
+from icae_tui.catalog import Catalog
+from icae_tui.display.replay import Sleep
 from icae_tui.display.wording import UNKNOWN, pct, responders_label
+from icae_tui.domain.events import Event, RunFinished, RunStarted
+from icae_tui.recordings import Recording, RecordingError
 from icae_tui.store import RunStore
 from icae_tui.ui.keymap import keyed
+from icae_tui.ui.screens.replay import open_replay
 from icae_tui.ui.text import STATUS_STYLES, safe
+
+DEMO_KEY = "recording:"  # row keys of recordings: run ids have no colon
+DEMO = "recorded demo"
 
 
 class HistoryScreen(Screen[None]):
@@ -23,9 +39,22 @@ class HistoryScreen(Screen[None]):
     ]
     BINDINGS = keyed("history", BINDINGS)  # action ids for keymap.toml (ui/keymap.py)
 
-    def __init__(self, store: RunStore) -> None:
+    def __init__(
+        self,
+        store: RunStore,
+        *,
+        catalog: Catalog | None = None,
+        sleep: Sleep | None = None,
+    ) -> None:
+        """`catalog`: whose task folders' recordings are listed (the app's when None);
+        `sleep`: the replays' waits (tests)."""
         super().__init__()
         self.store = store
+        self.catalog = catalog
+        self.sleep = sleep
+        self.recordings: dict[str, Recording] = {}  # by row key
+        self.demos: dict[str, list[Event]] = {}  # the recordings that loaded, by row key
+        self.broken: dict[str, str] = {}  # the others' errors, by row key
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -59,18 +88,85 @@ class HistoryScreen(Screen[None]):
                 safe(row.error, "red", limit=80),
                 key=row.run_id,
             )
+        self._list_recordings(table)
+        if self.recordings:
+            table.border_title = "Past runs and recorded demos — Enter to replay"
         empty = self.query_one("#runs-empty", Static)
         empty.display = not rows
-        empty.update(Text("No runs yet.", style="dim italic"))
+        if self.recordings:
+            empty.update(
+                Text("No runs yet. The recorded demos replay without Docker.", "dim italic")
+            )
+        else:
+            empty.update(Text("No runs yet.", style="dim italic"))
         table.focus()
+
+    def _list_recordings(self, table: DataTable[Text]) -> None:
+        catalog = self.catalog if self.catalog is not None else getattr(self.app, "catalog", None)
+        if catalog is None:
+            return
+        roots = {task_id: Path(task.root) for task_id, task in catalog.tasks.items()}
+        problems = []
+        for rec in recordings.bundled(roots):
+            key = f"{DEMO_KEY}{rec.path}"
+            self.recordings[key] = rec
+            try:
+                events = recordings.load(rec.path)
+            except RecordingError as err:
+                self.broken[key] = str(err)
+                problems.append(str(err))
+                events = []
+            else:
+                self.demos[key] = events
+            table.add_row(*self._demo_cells(rec, events, self.broken.get(key, "")), key=key)
+        for problem in problems:
+            self.notify(problem, title="Recording not loaded", severity="error", timeout=20,
+                        markup=False)  # fmt: skip
+
+    @staticmethod
+    def _demo_cells(rec: Recording, events: list[Event], error: str) -> list[Text]:
+        st = next((ev for ev in events if isinstance(ev, RunStarted)), None)
+        end = next((ev for ev in reversed(events) if isinstance(ev, RunFinished)), None)
+        overall = end.score.overall if end is not None and end.score is not None else None
+        status = end.status if end is not None else ("broken" if error else "—")
+        return [
+            safe(f"{rec.task_id}/{rec.name}", "bold italic"),
+            safe(st.task_id if st else rec.task_id),
+            safe(st.agent if st else ""),
+            safe(st.level if st else ""),
+            safe(st.responder if st else ""),
+            Text(status, style=STATUS_STYLES.get(status, "red" if error else "yellow")),
+            Text(UNKNOWN if overall is None else pct(overall), justify="right"),
+            Text(DEMO, "italic cyan"),
+            safe(error.replace(str(rec.path), rec.path.name, 1), "red", limit=80),
+        ]
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
-        from icae_tui.ui.screens.run import RunScreen
+        key = event.row_key.value or ""
+        if key in self.recordings:
+            self.open_recording(key)
+        else:
+            self.open_run(key)
 
-        run_id = event.row_key.value or ""
-        source = ReplaySource(self.store.events(run_id))
-        self.app.push_screen(RunScreen(source, artifacts=self.store.artifacts_dir))
+    def open_run(self, run_id: str) -> None:
+        """A stored run's replay (a run without events opens too: there is nothing in it)."""
+        events = self.store.events(run_id)
+        label = f"replay of run {run_id}" + ("" if events else " · no events stored")
+        self._replay(events, label=label, artifacts=self.store.artifacts_dir)
+
+    def open_recording(self, key: str) -> None:
+        rec = self.recordings[key]
+        if key in self.broken:
+            self.notify(self.broken[key], title="Recording not loaded", severity="error",
+                        timeout=20, markup=False)  # fmt: skip
+            return
+        label = f"{DEMO} {rec.task_id}/{rec.name}"
+        self._replay(self.demos[key], label=label, artifacts=None)
+
+    def _replay(self, events: list[Event], *, label: str, artifacts: Path | None) -> None:
+        open_replay(self.app, events, label=label, artifacts=artifacts,
+                    sleep=self.sleep)  # fmt: skip
 
     def action_back(self) -> None:
         self.app.pop_screen()

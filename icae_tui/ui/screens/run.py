@@ -16,6 +16,12 @@ Under the header, a second line shows the agent's usage against its limits (step
 clock, model calls, tokens, cost; "warn" from 80 %, "error" at the limit) when it has limits
 or made model calls. Each model call is one line of the trace; l opens the run's model calls
 (a table, Enter expands one from the run's model_calls.jsonl), live, finished or replayed.
+
+Watching and taking over: a progress line under the header (the phase, a bar, the agent's
+time against its limit, the cases done with an estimate of the time left: display/progress.py);
+p pauses the agent of a live run while it builds, and lets it go on (the header and the trace
+say so); the run's end is notified (its score, its error, a cancel); e exports the run's
+report, trajectory and trace as text to a folder; the results sort and filter (ResultsPane).
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ from textual.widgets import DataTable, Footer, Static
 from textual.worker import Worker, WorkerState
 
 from icae_tui.display import wording as w
+from icae_tui.display.export import Exported, export_folder, export_run
+from icae_tui.display.progress import run_progress
 from icae_tui.display.sources import LiveSource, ReplaySource, RunSource
 from icae_tui.display.view import RunView
 from icae_tui.display.wording import OPERATOR_MODES, clock, phase_step, usage_segments
@@ -43,13 +51,15 @@ from icae_tui.ui.screens.model_calls import ModelCallsScreen
 from icae_tui.ui.text import MODE_STYLES, clip, safe, score_text, segments, style_of
 from icae_tui.ui.widgets.answer import AnswerBox
 from icae_tui.ui.widgets.clarifications import ClarificationPane
-from icae_tui.ui.widgets.results import ResultsTable
+from icae_tui.ui.widgets.progress import ProgressLine
+from icae_tui.ui.widgets.results import ResultsPane, ResultsTable
 from icae_tui.ui.widgets.trace import TraceLog
 from icae_tui.users.responders import MODES
 
 FLUSH_S = 0.08
 SCRIPTED = "scripted:"  # agents that call no model
 RUN_GROUP = "icae-run"
+EXPORT_SUBFOLDER = "export"  # in the run's artifacts, when the export folder is not writable
 
 
 class RunScreen(Screen[None]):
@@ -64,6 +74,11 @@ class RunScreen(Screen[None]):
         Binding("f", "follow('off')", "Follow on", id="run.follow"),
         Binding("f", "follow('on')", "Follow off", id="run.follow"),
         Binding("l", "model_calls", "Model calls"),  # m is taken: it switches the responder
+        # p pauses the agent of a live run while it builds, or lets it go on: one binding per
+        # state, only the one that applies lives (the footer reads "Pause agent" or "Resume").
+        Binding("p", "pause('on')", "Pause agent", id="run.pause"),
+        Binding("p", "pause('off')", "Resume agent", id="run.pause"),
+        Binding("e", "export", "Export"),
         # m cycles simulated → human → assisted; only the binding for the next mode is active,
         # so the footer reads "Responder ▸ <next>". ctrl+t does the same from anywhere; it is
         # listed in the footer while the answer box has the focus (where m would be typed).
@@ -105,6 +120,9 @@ class RunScreen(Screen[None]):
         self._drawn: dict[str, object] = {}  # what was drawn last, by part
         self._trace: TraceLog | None = None
         self._results: ResultsTable | None = None
+        self._pausing = False  # a pause or resume asked of the run, not answered yet
+        self.export_base: Path | None = None  # where exports go (None: the current directory)
+        self.exported: Exported | None = None  # the last export
 
     # --- layout and state -------------------------------------------------------------------
 
@@ -113,6 +131,9 @@ class RunScreen(Screen[None]):
         usage = Static(id="run-usage")
         usage.display = False
         yield usage
+        progress = ProgressLine(id="run-progress")
+        progress.display = False
+        yield progress
         with Horizontal(id="run-top"):
             trace = TraceLog(id="trace")
             trace.border_title = "Agent trace"
@@ -124,7 +145,7 @@ class RunScreen(Screen[None]):
                 yield answer
         results = ResultsTable(id="results")
         results.border_title = "Results"
-        yield results
+        yield ResultsPane(results, id="results-pane")
         yield Static(score_text(None), id="score")
         yield Static(id="status")
         yield Footer()
@@ -234,6 +255,8 @@ class RunScreen(Screen[None]):
                 self.sub_title = f"{v.started.task_id} · {v.started.agent}"
         if self._changed("has_calls", self._has_model_calls()):
             self.refresh_bindings()
+        if self._changed("pausable", (self._can_pause(), v.agent_paused)):
+            self.refresh_bindings()
         if self._changed("mode", self.mode):
             self._mode_changed()
         if self._changed("turns", (v.head_rev, v.turns_rev)):
@@ -243,7 +266,7 @@ class RunScreen(Screen[None]):
         if self._changed("finished", v.finished is not None):
             self.flush()
             self.refresh_bindings()
-            self._tell_failure()
+            self._tell_end()
         if self._changed("box", self._box_state()):
             self._sync_answer_box()
         if self._note_on is not None and self._note_on != self.awaiting:
@@ -261,13 +284,16 @@ class RunScreen(Screen[None]):
             return self._cancelled
         return list(v.status)
 
-    def _tell_failure(self) -> None:
-        """A live run that failed: its whole error in a notification (the status line may be
-        too narrow for it)."""
+    def _tell_end(self) -> None:
+        """A live run's end in a notification: its score, its whole error (the status line
+        may be too narrow for it), or that it was cancelled."""
         ev = self.view.finished
-        if self.worker is not None and ev is not None and ev.status == "failed" and ev.error:
-            self.notify(safe(ev.error, limit=4000).plain, title="Run failed",
-                        severity="error", timeout=30, markup=False)  # fmt: skip
+        if self.worker is None or ev is None or not isinstance(self.source, LiveSource):
+            return
+        title, message = w.ended_notice(ev, self.view.score)
+        severity = {"completed": "information", "failed": "error"}.get(ev.status, "warning")
+        self.notify(message, title=title, severity=severity,  # type: ignore[arg-type]
+                    timeout=30 if severity == "error" else 10, markup=False)  # fmt: skip
 
     # --- drawing ----------------------------------------------------------------------------
 
@@ -278,9 +304,12 @@ class RunScreen(Screen[None]):
         try:
             self.trace.flush()
             self.results.flush()
+            if self._changed("progress", self.view.cases_rev):
+                self._render_progress()
             if self._changed("score", self.view.score_rev):
                 score = score_text(self.view.score, partial=self.view.score_partial)
-                self.query_one("#score", Static).update(score)
+                # one row, fixed: no layout of the whole screen for it
+                self.query_one("#score", Static).update(score, layout=False)
         except Exception as err:
             self._set_status(Text(f"display error: {type(err).__name__}: {err}", "red"))
 
@@ -302,7 +331,7 @@ class RunScreen(Screen[None]):
         header = self.query_one("#run-header", Static)
         v, st = self.view, self.view.started
         if st is None:
-            header.update(Text(self.source.label, style="dim"))
+            header.update(Text(self.source.label, style="dim"), layout=False)
             return
         text = Text()
         text.append_text(safe(st.task_id, "bold"))
@@ -316,6 +345,8 @@ class RunScreen(Screen[None]):
         else:
             text.append_text(safe(v.phase or "—", "bold yellow"))
             text.append(phase_step(v.phase), style="dim")
+            if v.agent_paused:
+                text.append("  ⏸ agent paused", style="bold yellow")
         text.append(f"   ⏱ {clock(self._clock_end() - st.ts)}", style="dim")
         for label, value in (("agent", st.agent), ("level", st.level)):
             text.append(f"   {label} ", style="dim")
@@ -324,8 +355,15 @@ class RunScreen(Screen[None]):
         text.append_text(clip(self.mode or "—", 20, MODE_STYLES.get(self.mode, "bold")))
         text.append("   ")
         text.append_text(clip(st.task_title, 60, "italic dim"))
-        header.update(text)
+        header.update(text, layout=False)  # one row, fixed: a repaint is enough
         self._render_usage()
+        self._render_progress()
+
+    def _render_progress(self) -> None:
+        """The progress line: the phase, a bar, the figures (display/progress.py)."""
+        if self.is_attached:
+            progress = run_progress(self.view, self._clock_end())
+            self.query_one("#run-progress", ProgressLine).show_progress(progress)
 
     def _render_usage(self) -> None:
         """The agent's usage against its limits, under the header (when there is any)."""
@@ -545,10 +583,109 @@ class RunScreen(Screen[None]):
             return self._can_switch() and parameters[0] != self.mode
         if action == "model_calls":  # not for scripted agents: they call no model
             return self._has_model_calls()
+        if action == "pause":  # one binding per state: only the one that applies lives
+            paused = self.view.agent_paused
+            return self._can_pause() and parameters[0] == ("off" if paused else "on")
         if action == "follow":  # one binding per state: only the one to leave it lives
             following = self._trace.following if self._trace is not None else True
             return parameters[0] == ("off" if following else "on")
         return True
+
+    # --- pausing the agent ---------------------------------------------------------------------
+
+    def _can_pause(self) -> bool:
+        """A live run whose agent builds: it can be paused (or resumed)."""
+        v = self.view
+        return (
+            isinstance(self.source, LiveSource)
+            and self.running
+            and not self.cancelling
+            and v.finished is None
+            and v.phase == "generate"
+        )
+
+    def action_pause(self, state: str) -> None:
+        if self._pausing:
+            return
+        self._pausing = True
+        self.run_worker(self.pause_agent(state == "on"), name="pause the agent",
+                        group="icae-pause", exit_on_error=False)  # fmt: skip
+
+    async def pause_agent(self, on: bool) -> bool:
+        """Ask the source to pause the agent (`on`) or let it go on; a refusal is notified.
+        The display follows the run's AgentPaused / AgentResumed events."""
+        self._pausing = True
+        verb = "pause" if on else "resume"
+        try:
+            done = await (self.source.pause_agent() if on else self.source.resume_agent())
+        except Exception as err:  # a run already gone, an engine error: say so, keep going
+            self.notify(f"Could not {verb} the agent: {type(err).__name__}: {err}",
+                        severity="error", markup=False)  # fmt: skip
+            return False
+        finally:
+            self._pausing = False
+            if self.is_attached:
+                self.refresh_bindings()
+        if not done:
+            self.notify(w.pause_refused(on, live=isinstance(self.source, LiveSource)),
+                        severity="warning", markup=False)  # fmt: skip
+        return bool(done)
+
+    # --- exporting ------------------------------------------------------------------------------
+
+    def _run_id(self) -> str:
+        return (self.view.started.run_id if self.view.started is not None else "") or (
+            self.source.run_id
+        )
+
+    def _export_events(self) -> list[Event]:
+        """The run's events: the source's, else the store's (by the run's id)."""
+        recorded = getattr(self.source, "recorded", None)
+        events = list(recorded()) if callable(recorded) else []
+        store = getattr(self.app, "store", None)
+        if not events and store is not None and self._run_id():
+            events = store.events(self._run_id())
+        return events
+
+    def export_folders(self) -> list[Path]:
+        """Where an export goes: under `export_base` (default: the current directory), else
+        in the run's artifacts."""
+        run_id = self._run_id()
+        folders = [export_folder(self.export_base or Path.cwd(), run_id)]
+        calls = self.calls_file()
+        if calls is not None:
+            folders.append(calls.with_name(EXPORT_SUBFOLDER))
+        return folders
+
+    def action_export(self) -> None:
+        events = self._export_events()
+        if not events:
+            self.notify("Nothing to export yet: the run has not started.")
+            return
+        self.run_worker(lambda: self._export(events, self.export_folders()), thread=True,
+                        name="export the run", group="icae-export", exit_on_error=False)  # fmt: skip
+
+    def _export(self, events: list[Event], folders: list[Path]) -> None:
+        """In a thread: the files written to the first folder that takes them."""
+        problem = ""
+        for folder in folders:
+            try:
+                exported = export_run(events, folder)
+            except OSError as err:
+                problem = f"{folder}: {err.strerror or err}"
+                continue
+            self.app.call_from_thread(self._exported, exported)
+            return
+        self.app.call_from_thread(
+            self.notify, f"Could not export the run: {problem}", title="Export",
+            severity="error", markup=False,
+        )  # fmt: skip
+
+    def _exported(self, exported: Exported) -> None:
+        self.exported = exported
+        names = ", ".join(path.name for path in exported.files)
+        self.notify(f"{names} ({exported.events} events) in {exported.folder}",
+                    title="Exported", timeout=15, markup=False)  # fmt: skip
 
     # --- model calls --------------------------------------------------------------------------
 
@@ -583,4 +720,4 @@ class RunScreen(Screen[None]):
         if row is None or row.result is None:
             self.notify("This case has not finished yet.")
             return
-        self.app.push_screen(CaseDetailScreen(row.result))
+        self.app.push_screen(CaseDetailScreen(row.result, self))  # what the run kept: r, e, s, o

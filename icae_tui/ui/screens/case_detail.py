@@ -1,0 +1,480 @@
+"""A case's detail: how both sides ran, their stdout and stderr compared (what differs
+highlighted), their side effects compared, what the case is (input, command, fixtures, prep)
+and the verdict ladder (which rung failed, which were never reached) — in one scroll.
+
+After a live run started from the console, the run keeps its frozen delivery
+(`RunConfig.keep_delivery`; `RunOutcome.sides`), and the case can be tried again on it:
+`r` re-runs it as it was, `e` with an edited command or input (`evaluation/rerun.py`), in a
+worker, and the screen then shows the new result and whether it changed. `s` and `o` open a
+shell in the delivery's or the oracle's image: the console steps aside (`App.suspend`) for
+`docker run -it` and comes back when the shell ends. For a stored run, or a live one that
+has not completed, these keys say why they cannot.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+from textual.app import ComposeResult, SuspendNotSupported
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Footer, Input, Static, TextArea
+from textual.worker import Worker, WorkerState
+
+from icae_tui.display.sources import LiveSource
+from icae_tui.display.wording import ladder_segments
+from icae_tui.domain.results import CaseResult, Verdict
+from icae_tui.domain.task import CaseRef, Task
+from icae_tui.evaluation import rerun as rerun_core
+from icae_tui.evaluation.differential import Sides
+from icae_tui.ui.keymap import keyed
+from icae_tui.ui.text import safe, segments, verdict_text
+from icae_tui.ui.widgets.case_view import (
+    case_setup_text,
+    changes_view,
+    input_json,
+    run_table,
+    stream_view,
+)
+
+if TYPE_CHECKING:
+    from icae_tui.ui.screens.run import RunScreen
+
+RERUN_GROUP = "icae-case-rerun"
+
+STORED = "the delivery is gone: a stored run keeps none (only a run started in this console does)"
+NOT_KEPT = "the delivery is gone: this run did not keep it"
+NOT_COMPLETED = "the delivery is gone: the run did not complete"
+STILL_RUNNING = "the run is still going: its delivery is kept once it has completed"
+NO_RUN = "the delivery is gone: this case is shown without its run"
+
+
+@dataclass(frozen=True)
+class CaseContext:
+    """What the case detail knows beyond the result: the task (for the case's definition and
+    a re-run), the kept images (None: `gone` says why) and the run's id."""
+
+    task: Task | None = None
+    sides: Sides | None = None
+    run_id: str = ""
+    source: str = ""  # where the case's definition comes from
+    gone: str = NO_RUN
+
+    def ref(self, case_id: str) -> CaseRef | None:
+        if self.task is None:
+            return None
+        return next((ref for ref in self.task.cases if ref.id == case_id), None)
+
+
+def case_context(run: RunScreen, tasks: dict[str, Task]) -> CaseContext:
+    """What a run screen holds for its cases, asked each time (a live run keeps its delivery
+    only once it has completed). `tasks`: the catalog's, for a stored run's cases."""
+    source = run.source
+    started = run.view.started
+    run_id = source.run_id or (started.run_id if started is not None else "")
+    config = getattr(source.run, "config", None) if isinstance(source, LiveSource) else None
+    task = getattr(config, "task", None)
+    if isinstance(task, Task):  # a live run: its own task
+        sides = getattr(run.outcome, "sides", None)
+        if isinstance(sides, Sides):
+            return CaseContext(task, sides, run_id, "as this run has it", "")
+        if run.running:
+            gone = STILL_RUNNING
+        elif not getattr(config, "keep_delivery", False):
+            gone = NOT_KEPT
+        else:
+            gone = NOT_COMPLETED
+        return CaseContext(task, None, run_id, "as this run has it", gone)
+    task_id = started.task_id if started is not None else ""
+    stored = tasks.get(task_id)
+    if stored is None:
+        return CaseContext(None, None, run_id, "", STORED)
+    return CaseContext(stored, None, run_id, "from the task as it is now", STORED)
+
+
+def case_summary_text(r: CaseResult) -> Text:
+    text = Text()
+    text.append_text(safe(r.case_id, "bold"))
+    text.append("  ")
+    text.append_text(verdict_text(r.verdict))
+    text.append("  ")
+    text.append_text(safe(r.reason, limit=1000))
+    text.append("\npattern ", style="dim")
+    text.append_text(safe(r.pattern))
+    text.append("  ·  split ", style="dim")
+    text.append_text(safe(r.split))
+    text.append("  ·  ", style="dim")
+    segments(ladder_segments(r), text)  # the rungs it reached; the later ones "not reached"
+    return text
+
+
+def outputs_differ(a: CaseResult, b: CaseResult) -> bool:
+    """Whether the delivery did something else in `b` than in `a` (exit, output, changes)."""
+    x, y = a.delivery, b.delivery
+    if x is None or y is None:
+        return (x is None) != (y is None)
+    fields = ("exit_code", "stdout_sha256", "stderr_sha256", "changes_sha256")
+    if all(getattr(x, f) for f in fields[1:]) and all(getattr(y, f) for f in fields[1:]):
+        return any(getattr(x, f) != getattr(y, f) for f in fields)
+    return (x.exit_code, x.stdout, x.stderr, x.changes) != (y.exit_code, y.stdout, y.stderr,
+                                                            y.changes)  # fmt: skip
+
+
+# --- the edit form ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CaseEdit:
+    """What the operator changed: the command (None: as it was) and the input."""
+
+    command: str | None
+    input: Any
+
+
+class EditCaseScreen(ModalScreen[CaseEdit | None]):
+    """The case's command (command tasks) and its input as JSON, to re-run it edited. The
+    input must parse as JSON and a command must not be empty: else it says why and stays."""
+
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel"),
+        Binding("ctrl+s", "submit", "Re-run", priority=True),
+    ]
+    BINDINGS = keyed("edit_case", BINDINGS)  # action ids for keymap.toml (ui/keymap.py)
+
+    def __init__(self, ref: CaseRef, kind: str, command: str = "") -> None:
+        """`ref`: the case as last run; `command`: the line it runs when it has none of its
+        own (a command task's tool)."""
+        super().__init__()
+        self.ref = ref
+        self.edits_command = kind == "command" or ref.case.command is not None
+        self.command = ref.case.command or command
+        self.error = ""
+
+    def compose(self) -> ComposeResult:
+        case = self.ref.case
+        with Vertical(id="edit-dialog") as dialog:
+            dialog.border_title = f"Re-run {self.ref.id} edited"
+            if self.edits_command:
+                yield Static(Text("command (sh -c)", style="bold cyan"))
+                yield Input(self.command, id="edit-command")
+            what = (
+                "input — JSON: a string is written to stdin, null writes nothing"
+                if self.edits_command
+                else "input — JSON: written to the tool's stdin"
+            )
+            yield Static(Text(what, style="bold cyan"))
+            yield TextArea(input_json(case.input), id="edit-input", soft_wrap=True)
+            yield Static(id="edit-error")
+            with Horizontal(id="edit-buttons"):
+                yield Button("Re-run", variant="primary", id="edit-run")
+                yield Button("Cancel", id="edit-cancel")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#edit-error", Static).display = False
+        first = "#edit-command" if self.edits_command else "#edit-input"
+        self.query_one(first).focus()
+
+    def refuse(self, message: str) -> None:
+        self.error = message
+        error = self.query_one("#edit-error", Static)
+        error.update(Text(message, style="bold red"))
+        error.display = True
+
+    def action_submit(self) -> None:
+        command = None
+        if self.edits_command:
+            command = self.query_one("#edit-command", Input).value.strip()
+            if not command:
+                self.refuse("The command is empty. Nothing was run.")
+                return
+        text = self.query_one("#edit-input", TextArea).text
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as err:
+            self.refuse(f"The input is not valid JSON: {err.msg} (line {err.lineno}, column "
+                        f"{err.colno}). Nothing was run.")  # fmt: skip
+            return
+        self.dismiss(CaseEdit(command, value))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_submit()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "edit-run":
+            self.action_submit()
+        else:
+            self.dismiss(None)
+
+
+# --- the case detail ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A re-run under way: its number, how the case was changed, the case as run."""
+
+    number: int
+    how: str
+    ref: CaseRef
+
+
+class CaseDetailScreen(ModalScreen[None]):
+    BINDINGS = [
+        Binding("escape,q,enter", "close", "Close"),
+        Binding("r", "rerun", "Re-run"),
+        Binding("e", "edit", "Edit & re-run"),
+        Binding("s", "shell('delivery')", "Shell: delivery"),
+        Binding("o", "shell('oracle')", "Shell: oracle"),
+    ]
+    BINDINGS = keyed("case", BINDINGS)  # action ids for keymap.toml (ui/keymap.py)
+
+    def __init__(
+        self,
+        result: CaseResult,
+        run: RunScreen | None = None,
+        *,
+        context: CaseContext | None = None,
+    ) -> None:
+        """`run`: the run screen the case is from (what it kept is asked when needed);
+        `context`: a fixed one instead (tests, or a case without its run)."""
+        super().__init__()
+        self.original = result  # the run's result
+        self.result = result  # what is shown: the run's, or the last re-run's
+        self.run = run
+        self.fixed = context
+        self.ref: CaseRef | None = None  # the case as last run (edited or not)
+        self.reruns = 0
+        self.pending: Pending | None = None
+        self.rerun_worker: Worker[CaseResult] | None = None
+        self.note = ""  # the re-run line, as plain text
+        self.how = ""  # the shown re-run: "re-run 2: edited input"; "" for the run's result
+
+    def context(self) -> CaseContext:
+        if self.fixed is not None:
+            return self.fixed
+        if self.run is not None:
+            catalog = getattr(self.app, "catalog", None)
+            return case_context(self.run, getattr(catalog, "tasks", {}))
+        return CaseContext()
+
+    # --- drawing -----------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="case-dialog") as dialog:
+            dialog.border_title = f"Case {self.result.case_id}"
+            yield Static(id="case-summary")
+            yield Static(id="case-rerun")
+            with VerticalScroll(id="case-body"):
+                yield Static(id="case-run")
+                yield Static(id="case-stdout")
+                yield Static(id="case-stderr")
+                yield Static(id="case-changes")
+                yield Static(id="case-setup")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        ctx = self.context()
+        self.ref = ctx.ref(self.result.case_id)
+        self.show()
+        if ctx.sides is None:
+            self.set_note(Text(f"re-run and shells: {ctx.gone}", style="dim italic"))
+        else:
+            self.set_note(Text("r re-runs this case on the kept delivery, e with an edited "
+                               "input; s / o: a shell in the delivery / the oracle",
+                               style="dim"))  # fmt: skip
+        self.query_one("#case-body").focus()
+
+    def set_note(self, text: Text) -> None:
+        self.note = text.plain
+        self.query_one("#case-rerun", Static).update(text)
+
+    def show(self) -> None:
+        """Draw `self.result` and the case as last run."""
+        r, ctx = self.result, self.context()
+        self.query_one("#case-summary", Static).update(case_summary_text(r))
+        self.query_one("#case-run", Static).update(run_table(r))
+        stdout = stream_view("stdout", r.oracle, r.delivery)
+        stderr = stream_view("stderr", r.oracle, r.delivery)
+        self.query_one("#case-stdout", Static).update(Group(Text(""), *stdout))
+        self.query_one("#case-stderr", Static).update(Group(Text(""), *stderr))
+        changes = changes_view(r.oracle, r.delivery)
+        self.query_one("#case-changes", Static).update(Group(Text(""), *changes))
+        self.query_one("#case-setup", Static).update(Group(Text(""), self._setup(ctx)))
+
+    def _setup(self, ctx: CaseContext) -> RenderableType:
+        task = ctx.task
+        source = f"as run in {self.how}" if self.how else ctx.source
+        missing = ""
+        if task is None:
+            missing = "input, fixtures and prep: not available (the run's task is not loaded)"
+        elif self.ref is None:
+            missing = f"input, fixtures and prep: not available ({task.id} has no such case now)"
+        timeout = None
+        if task is not None and self.ref is not None:
+            timeout = self.ref.case.timeout_s or task.spec.cases.timeout_s
+        return case_setup_text(
+            self.result.command, self.ref,
+            kind=task.spec.interface.kind if task is not None else "",
+            timeout_s=timeout, source=source, missing=missing,
+        )  # fmt: skip
+
+    # --- re-running ------------------------------------------------------------------------
+
+    def _ready(self) -> tuple[CaseContext, CaseRef] | None:
+        """The context and the case, when a re-run can start; else None, and why is said."""
+        ctx = self.context()
+        if ctx.sides is None or ctx.task is None:
+            self.notify(ctx.gone[:1].upper() + ctx.gone[1:] + ".", title="Re-run",
+                        severity="warning")  # fmt: skip
+            return None
+        ref = ctx.ref(self.original.case_id)
+        if ref is None:
+            self.notify(f"{ctx.task.id} has no case {self.original.case_id}.", severity="error")
+            return None
+        if self.original.verdict is Verdict.BUILD_ERROR:
+            self.notify("The delivery did not build: its cases are not run.", title="Re-run",
+                        severity="warning")  # fmt: skip
+            return None
+        if self.pending is not None:
+            self.notify("A re-run is in progress.", title="Re-run")
+            return None
+        return ctx, ref
+
+    def action_rerun(self) -> None:
+        ready = self._ready()
+        if ready is not None:
+            ctx, ref = ready
+            self.start_rerun(ctx, ref, "as it was")
+
+    def action_edit(self) -> None:
+        ready = self._ready()
+        if ready is None:
+            return
+        ctx, ref = ready
+        last = self.ref if self.ref is not None else ref
+        kind = ctx.task.spec.interface.kind if ctx.task is not None else ""
+
+        tool = self.original.command  # what the case runs when it has no command of its own
+
+        def chosen(edit: CaseEdit | None) -> None:
+            if edit is None:
+                return
+            command = edit.command
+            if command is not None and ref.case.command is None and command == tool:
+                command = None  # the tool, as the case has it
+            case = rerun_core.edited(ref, command=command, input=edit.input)
+            self.start_rerun(ctx, case, edited_how(ref, case))
+
+        self.app.push_screen(EditCaseScreen(last, kind, tool), chosen)
+
+    def start_rerun(self, ctx: CaseContext, ref: CaseRef, how: str) -> None:
+        assert ctx.task is not None and ctx.sides is not None
+        self.reruns += 1
+        self.pending = Pending(self.reruns, how, ref)
+        self.set_note(Text(f"re-running… (re-run {self.reruns}: {how}) on the kept delivery "
+                           "and the oracle", style="bold yellow"))  # fmt: skip
+        run_id = f"{ctx.run_id or 'case'}-rerun{self.reruns}"
+        self.rerun_worker = self.run_worker(
+            rerun_core.rerun_case(ctx.task, ctx.sides, ref, run_id=run_id),
+            name=f"re-run {ref.id}",
+            group=RERUN_GROUP,
+            exit_on_error=False,
+        )
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker is not self.rerun_worker or self.pending is None or not self.is_attached:
+            return
+        pending = self.pending
+        if event.state == WorkerState.SUCCESS:
+            self.pending = None
+            self.rerun_done(pending, event.worker.result)
+        elif event.state in (WorkerState.ERROR, WorkerState.CANCELLED):
+            self.pending = None
+            err = event.worker.error
+            note = Text().append(f"re-run {pending.number} failed: ", style="bold red")
+            note.append_text(safe(f"{type(err).__name__}: {err}" if err else "cancelled",
+                                  limit=500))  # fmt: skip
+            self.set_note(note)
+
+    def rerun_done(self, pending: Pending, result: CaseResult) -> None:
+        before = self.original
+        self.result, self.ref = result, pending.ref
+        self.how = f"re-run {pending.number}: {pending.how}"
+        note = Text().append(f"re-run {pending.number} ({pending.how}): ", style="bold")
+        note.append_text(verdict_text(result.verdict))
+        if result.verdict == before.verdict:
+            note.append(" — the same verdict as the run", style="bold")
+            if outputs_differ(before, result):
+                note.append("; the delivery's output differs from the run's", style="yellow")
+        else:
+            note.append(" — changed: the run's was ", style="bold yellow")
+            note.append_text(verdict_text(before.verdict))
+        self.set_note(note)
+        dialog = self.query_one("#case-dialog")
+        dialog.border_title = f"Case {result.case_id} · re-run {pending.number}"
+        self.show()
+
+    # --- shells --------------------------------------------------------------------------------
+
+    def action_shell(self, side: str) -> None:
+        ctx = self.context()
+        if ctx.sides is None or ctx.task is None:
+            self.notify(ctx.gone[:1].upper() + ctx.gone[1:] + ".", title="Shell",
+                        severity="warning")  # fmt: skip
+            return
+        spec = ctx.task.spec
+        if side == "oracle":
+            image, workdir = ctx.sides.oracle_image, spec.oracle.path
+        else:
+            image, workdir = ctx.sides.delivery_image, spec.delivery.workspace
+        argv = rerun_core.shell_argv(image, workdir)
+        line = rerun_core.shell_line(image, workdir)
+        if shutil.which(argv[0]) is None:
+            self.notify(f"docker's command-line client is not installed here. With it: {line}",
+                        title="Shell", severity="error", timeout=20, markup=False)  # fmt: skip
+            return
+        try:
+            with self.app.suspend():
+                print(f"\nicae: a shell in the {side} ({image}), in {workdir}. "
+                      "Exit it to come back to the console.\n", flush=True)  # fmt: skip
+                code = subprocess.call(argv, stdin=sys.__stdin__, stdout=sys.__stdout__,
+                                       stderr=sys.__stderr__)  # fmt: skip
+        except SuspendNotSupported:
+            self.notify(f"This console cannot hand its terminal over. In a terminal: {line}",
+                        title="Shell", severity="warning", timeout=20, markup=False)  # fmt: skip
+            return
+        except OSError as err:
+            self.notify(f"Could not start docker: {err}", title="Shell", severity="error",
+                        markup=False)  # fmt: skip
+            return
+        if code in (125, 126, 127):  # docker's own failures, or no shell in the image
+            self.notify(f"docker could not open the shell (exit {code}): {line}", title="Shell",
+                        severity="error", timeout=20, markup=False)  # fmt: skip
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+def edited_how(before: CaseRef, after: CaseRef) -> str:
+    """How `after` differs from the case: "edited input", "edited command", "edited command
+    and input", or "as it was"."""
+    what = []
+    if after.case.command != before.case.command:
+        what.append("command")
+    if after.case.input != before.case.input:
+        what.append("input")
+    return "edited " + " and ".join(what) if what else "as it was"

@@ -1,0 +1,35 @@
+"""Screenshots of the case detail at 80×24 (stacked: the oracle's line above the
+delivery's) and 200×60 (side by side), compared with the accepted ones in __snapshots__/:
+a failing case with hostile output, a line only the delivery has, side effects on different
+paths, and the case's input, fixtures and prep. Stable: fixed results, the task's folder
+shown as a fixed path (tests/ui/test_snapshots.py's fixtures).
+After an intended change: `pytest tests/ui/test_case_detail_snapshots.py --snapshot-update`,
+then look at the new SVGs before committing them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from icae_tui.ui.screens.case_detail import NOT_KEPT, CaseContext, CaseDetailScreen
+
+from .helpers import until
+from .test_case_inspecting import mini, wrong  # noqa: F401  (a fixture)
+from .test_snapshots import catalog, console  # noqa: F401  (fixtures)
+
+SIZES = {"80x24": (80, 24), "200x60": (200, 60)}
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_case_detail_compared(snap_compare, catalog, store, mini, size):  # noqa: F811
+    result = wrong()
+    result.oracle.duration_s, result.delivery.duration_s = 0.031, 0.047
+    context = CaseContext(task=mini, source="as this run has it", gone=NOT_KEPT)
+
+    async def detail(pilot) -> None:
+        screen = CaseDetailScreen(result, context=context)
+        await pilot.app.push_screen(screen)
+        await until(pilot, lambda: pilot.app.screen is screen and screen.is_mounted)
+
+    app = console(catalog, store)
+    assert snap_compare(app, run_before=detail, terminal_size=SIZES[size])

@@ -1,0 +1,256 @@
+"""The agent trace on the run screen (icae_tui/ui/widgets/trace.py): a flush lays nothing out,
+following and pausing, wrapping, search with next and previous, filters, copying, bounds.
+Fake runs: the events go to the screen's view, `flush()` hands the lines to the trace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from rich.cells import cell_len
+
+from icae_tui.catalog import Catalog
+from icae_tui.display.sources import ReplaySource
+from icae_tui.display.view import TraceLine
+from icae_tui.domain.events import AgentCommand, AgentOutput, AgentSaid, QuestionAsked
+from icae_tui.ui.app import IcaeApp
+from icae_tui.ui.screens.prompt import PromptScreen
+from icae_tui.ui.screens.run import RunScreen
+from icae_tui.ui.widgets.trace import MAX_LINES, MAX_ROWS, WRAP_INDENT, TraceLog
+
+from .helpers import started, until
+
+
+@pytest.fixture
+def app(store):
+    return IcaeApp(catalog=Catalog(), store=store)
+
+
+async def open_trace(app: IcaeApp, pilot, *events) -> tuple[RunScreen, TraceLog]:
+    screen = RunScreen(ReplaySource([]))
+    await app.push_screen(screen)
+    await until(pilot, lambda: app.screen is screen and screen.is_mounted)
+    for ev in (started(), *events):
+        screen.handle_event(ev)
+    screen.flush()
+    await pilot.pause()
+    screen.trace.focus()
+    await pilot.pause()
+    return screen, screen.trace
+
+
+def output(n: int, start: int = 0, word: str = "line") -> AgentOutput:
+    return AgentOutput(stream="stdout", text="".join(f"{word} {i}\n" for i in range(start, n)))
+
+
+def in_view(trace: TraceLog) -> list[str]:
+    top = round(trace.scroll_y)
+    return list(trace.rows[top : top + trace.scrollable_content_region.height])
+
+
+async def ask(pilot, key: str, text: str) -> None:
+    """Press `key`, type `text` in the prompt it opens, Enter."""
+    app = pilot.app
+    await pilot.press(key)
+    await until(pilot, lambda: isinstance(app.screen, PromptScreen))
+    await pilot.press("ctrl+a", "ctrl+k", *text)  # what was there before goes
+    await pilot.press("enter")
+    await until(pilot, lambda: not isinstance(app.screen, PromptScreen))
+
+
+async def test_a_flush_lays_nothing_out_and_takes_its_lines(app):
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen, trace = await open_trace(app, pilot)
+        asked: list[bool] = []  # what the trace asked of the screen: a layout, or a repaint
+        refresh = trace.refresh
+
+        def spy(*regions, layout: bool = False, **kw):
+            asked.append(layout)
+            return refresh(*regions, layout=layout, **kw)
+
+        trace.refresh = spy  # type: ignore[method-assign]
+        for i in range(20):
+            screen.handle_event(output(500 * (i + 1), 500 * i))
+            screen.flush()
+            await pilot.pause()
+        assert asked and not any(asked)  # repaints, never a layout of the screen
+        assert trace.lines[-1] == "  out│ line 9999" and trace.pending == 0
+        assert trace.is_vertical_scroll_end and trace.virtual_size.height == trace.row_count
+        assert in_view(trace)[-1] == "  out│ line 9999"
+
+
+async def test_paused_the_view_stays_on_its_lines_while_old_ones_go(app):
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen, trace = await open_trace(app, pilot, output(MAX_LINES - 100))
+        await pilot.press("pageup", "pageup")
+        await pilot.pause()
+        assert not trace.following and trace.border_subtitle == "paused — f to follow"
+        shown = in_view(trace)
+        screen.handle_event(output(MAX_LINES + 400, MAX_LINES - 100))
+        screen.flush()
+        await pilot.pause()
+        assert len(trace.lines) == MAX_LINES  # the oldest lines went
+        assert in_view(trace) == shown  # ... and what is in view did not move
+        await pilot.press("f")  # the run screen's key
+        await pilot.pause()
+        assert trace.following and trace.is_vertical_scroll_end
+        assert in_view(trace)[-1] == f"  out│ line {MAX_LINES + 399}"
+
+
+async def test_wide_characters_wrap_within_the_width(app):
+    said = "漢字かな交じり文 " * 30
+    async with app.run_test(size=(80, 30)) as pilot:
+        _, trace = await open_trace(app, pilot, AgentSaid(text=said))
+        width = trace.scrollable_content_region.width
+        rows = list(trace.rows)
+        rows = rows[next(i for i, row in enumerate(rows) if row.startswith("agent › ")) :]
+        assert len(rows) > 3 and all(cell_len(row) <= width for row in rows)
+        assert "".join(row.removeprefix(WRAP_INDENT) for row in rows[1:]) in said
+
+
+async def test_search_marks_the_hits_and_n_and_shift_n_walk_them(app):
+    async with app.run_test(size=(120, 30)) as pilot:
+        lines = AgentOutput(
+            stream="stdout",
+            text="".join(
+                f"{'needle [bold]x[/] here' if i in (10, 200, 390) else f'hay {i}'}\n"
+                for i in range(400)
+            ),
+        )
+        _, trace = await open_trace(app, pilot, lines)
+        assert trace.following
+
+        await ask(pilot, "slash", "needle [bold]")  # literal text, markup and all
+        b = trace.buffer
+        hit_text = "  out│ needle [bold]x[/] here"
+        assert b.hits == 3 and not trace.following  # going to a hit pauses following
+        assert b.hit_number() == 3  # following, the search starts from the end: the last hit
+        assert hit_text in in_view(trace)
+        assert trace.border_subtitle is not None and "3/3" in trace.border_subtitle
+        assert "paused" in trace.border_subtitle
+
+        await pilot.press("N")
+        await pilot.pause()
+        assert b.hit_number() == 2 and hit_text in in_view(trace)
+        await pilot.press("N")
+        await pilot.pause()
+        assert b.hit_number() == 1
+        top = round(trace.scroll_y)
+        row = trace.buffer.row(trace.buffer.first_row(b.current or 0) or 0)
+        assert top <= trace.buffer.first_row(row.seq) < top + trace.size.height
+        await pilot.press("n")
+        await pilot.pause()
+        assert b.hit_number() == 2
+        await pilot.press("n", "n")
+        await pilot.pause()
+        assert b.hit_number() == 1  # round the end
+
+        # the hit is drawn marked: the current one in its own style
+        y = (b.first_row(b.current or 0) or 0) - round(trace.scroll_y)
+        strip = trace.render_line(y)
+        marked = [seg.text for seg in strip if seg.style and seg.style.bgcolor is not None]
+        assert "needle [bold]" in "".join(marked)
+
+        await ask(pilot, "slash", "")  # an empty search clears it
+        assert b.query == "" and b.hits == 0
+        assert trace.border_subtitle == "paused — f to follow"
+
+
+async def test_v_hides_command_output_and_shows_only_the_agent(app):
+    async with app.run_test(size=(120, 30)) as pilot:
+        _, trace = await open_trace(
+            app,
+            pilot,
+            AgentCommand(command="make test"),
+            output(30),
+            AgentSaid(text="all good"),
+            QuestionAsked(question_id=1, text="Which format?", remaining_before=0),
+        )
+        everything, lines = list(trace.rows), list(trace.lines)
+        assert any(row.startswith("  out│ ") for row in everything)
+
+        await pilot.press("v")
+        await pilot.pause()
+        rows = list(trace.rows)
+        assert rows and not any(row.startswith("  out│ ") for row in rows)
+        assert "$ make test" in rows and "agent › all good" in rows
+        assert trace.border_subtitle == "no command output"
+        assert trace.lines == lines  # hidden, not gone
+
+        await pilot.press("v")
+        await pilot.pause()
+        rows = list(trace.rows)
+        assert "$ make test" in rows and "agent › all good" in rows
+        assert any("Which format?" in row for row in rows)
+        assert not any(row.startswith("run ") for row in rows)  # the run's line is not the agent's
+
+        await pilot.press("v")
+        await pilot.pause()
+        assert list(trace.rows) == everything and not trace.border_subtitle
+
+
+async def test_a_text_filter_shows_only_the_lines_with_it(app):
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen, trace = await open_trace(app, pilot, output(100))
+        await ask(pilot, "ampersand", "line 4")
+        assert list(trace.rows) == ["  out│ line 4", *(f"  out│ line {i}" for i in range(40, 50))]
+        screen.handle_event(output(406, 398))
+        screen.flush()
+        await pilot.pause()
+        assert list(trace.rows)[-6:] == [f"  out│ line {i}" for i in range(400, 406)]
+        assert "  out│ line 398" not in list(trace.rows)  # new lines are filtered too
+        assert trace.border_subtitle == "only “line 4”"
+        await ask(pilot, "ampersand", "")
+        assert trace.row_count >= 108
+
+
+async def test_y_copies_the_lines_in_view_and_shift_y_every_line(app, tmp_path: Path):
+    async with app.run_test(size=(120, 30)) as pilot:
+        told: list[str] = []
+        _, trace = await open_trace(app, pilot, output(200))
+        trace.notify = lambda message, **kw: told.append(message)  # type: ignore[method-assign]
+        trace.save_dir = tmp_path
+
+        await pilot.press("y")
+        await pilot.pause()
+        view = [row for row in in_view(trace)]
+        assert app.clipboard == "\n".join(view)
+        assert app.clipboard.endswith("  out│ line 199")
+        saved = sorted(tmp_path.glob("icae-trace-*.txt"))
+        assert len(saved) == 1 and saved[0].read_text() == app.clipboard + "\n"
+        assert "Copied the lines in view" in told[-1] and str(saved[0]) in told[-1]
+
+        await pilot.press("Y")
+        await pilot.pause()
+        assert app.clipboard == "\n".join(trace.lines)
+        assert app.clipboard.count("\n") == len(trace.lines) - 1
+        assert "the whole trace" in told[-1] and len(list(tmp_path.glob("*.txt"))) == 2
+
+        await pilot.press("v")  # filtered: what is shown
+        await pilot.pause()
+        await pilot.press("Y")
+        await pilot.pause()
+        assert "out│" not in app.clipboard and "every line shown" in told[-1]
+
+
+async def test_copying_says_so_when_the_file_cannot_be_written(app, tmp_path: Path):
+    async with app.run_test(size=(120, 30)) as pilot:
+        told: list[str] = []
+        _, trace = await open_trace(app, pilot, output(5))
+        trace.notify = lambda message, **kw: told.append(message)  # type: ignore[method-assign]
+        trace.save_dir = tmp_path / "missing"
+        assert trace.copy("all") is None
+        assert app.clipboard.endswith("line 4") and "not saved" in told[-1]
+
+
+async def test_a_hundred_thousand_lines_keep_at_most_the_bounded_rows(app):
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen, trace = await open_trace(app, pilot)
+        long = "word " * 60  # several rows each
+        trace.add(TraceLine("output", f"  out│ {i} {long}") for i in range(100_000))
+        await pilot.pause()
+        assert len(trace.lines) <= MAX_LINES
+        assert len(trace.rows) <= MAX_ROWS and trace.virtual_size.height == len(trace.rows)
+        assert trace.lines[-1].startswith("  out│ 99999 ")
+        assert trace.is_vertical_scroll_end
+        assert in_view(trace)[-1].startswith(WRAP_INDENT + "word")
