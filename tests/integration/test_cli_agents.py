@@ -168,20 +168,26 @@ class MessagesUpstream:
 
 
 @contextlib.asynccontextmanager
+async def serving_post(path: str, handler) -> AsyncIterator[str]:
+    """A local HTTP server answering POST `path` with `handler`; yields its /v1 base URL."""
+    app = web.Application()
+    app.router.add_post(path, handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
+    finally:
+        await runner.cleanup()
+
+
+@contextlib.asynccontextmanager
 async def messages_upstream(
     turns: list[list[dict[str, Any]]],
 ) -> AsyncIterator[tuple[MessagesUpstream, str]]:
     up = MessagesUpstream(turns)
-    app = web.Application()
-    app.router.add_post("/v1/messages", up.messages)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield up, f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
-    finally:
-        await runner.cleanup()
+    async with serving_post("/v1/messages", up.messages) as base_url:
+        yield up, base_url
 
 
 def _claude_turns() -> list[list[dict[str, Any]]]:
@@ -260,16 +266,8 @@ async def chat_upstream(
     reply: Callable[[dict[str, Any]], dict[str, Any]],
 ) -> AsyncIterator[tuple[ChatByTurns, str]]:
     up = ChatByTurns(reply)
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", up.completions)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield up, f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
-    finally:
-        await runner.cleanup()
+    async with serving_post("/v1/chat/completions", up.completions) as base_url:
+        yield up, base_url
 
 
 def _codex_reply(body: dict[str, Any]) -> dict[str, Any]:
