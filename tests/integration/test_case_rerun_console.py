@@ -5,7 +5,6 @@ run's screen removes the delivery image."""
 
 from __future__ import annotations
 
-import aiodocker
 import pytest
 from textual.widgets import TextArea
 
@@ -13,22 +12,12 @@ from icae_tui.run import RunConfig
 from icae_tui.ui.app import IcaeApp
 from icae_tui.ui.screens.case_detail import CaseDetailScreen, EditCaseScreen
 from icae_tui.ui.screens.run import RunScreen
+from tests.integration.test_rerun import _image_exists
 from tests.ui.helpers import until
 
 pytestmark = pytest.mark.docker
 
 FAILING = "hidden/ops#0"  # count: partial prints "3" where the oracle prints "words=3"
-
-
-async def _image_exists(name: str) -> bool:
-    docker = aiodocker.Docker()
-    try:
-        await docker.images.inspect(name)
-        return True
-    except aiodocker.DockerError:
-        return False
-    finally:
-        await docker.close()
 
 
 async def test_case_detail_reruns_a_failing_case_as_it_was_and_edited(fixture_catalog, store):
