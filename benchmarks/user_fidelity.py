@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 from rapidfuzz import fuzz, process  # noqa: E402
 
 from icae_tui.domain.task import HiddenConstraint, OracleData  # noqa: E402
-from icae_tui.users.matching import match, prepare  # noqa: E402
+from icae_tui.users.matching import match, prepare, score_records  # noqa: E402
 from icae_tui.users.public_cases import with_public_cases  # noqa: E402
 
 SETS = Path(__file__).resolve().parent / "fidelity" / "sets"
@@ -186,6 +186,21 @@ def merged_level(sets: list[RecordSet]) -> OracleData:
     return OracleData(hidden_constraints=records, fallback_response="unspecified")
 
 
+def rank_ceiling(sets: list[RecordSet], split: str) -> str:
+    """How often the matcher ranks a right record first, over the answerable questions: the
+    most recall any bar and margin on this ranking can reach (with no leak at all)."""
+    first = answerable = 0
+    for s in sets:
+        for q in s.questions:
+            if q.expect and split in ("all", q.split):
+                answerable += 1
+                ranked = score_records(q.text, s.data)
+                first += bool(ranked) and ranked[0].score > 0 and ranked[0].record_id in q.expect
+    share = 100 * first / answerable if answerable else 0.0
+    return (f"rank ceiling, matcher: a right record ranked first for {first} of {answerable} "
+            f"answerable questions ({share:.1f}%): a bar and margin on this ranking recall no more")  # fmt: skip
+
+
 def latency_on_merged(sets: list[RecordSet], split: str) -> str:
     level = merged_level(sets)
     prepare(level)
@@ -278,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         print()
     if args.model:
         print(audit.line())
+    print(rank_ceiling(sets, args.split))
     print("latency, matcher, " + latency_on_merged(sets, args.split))
     return 1 if audit.outside_candidates or audit.ungrounded else 0
 

@@ -76,3 +76,31 @@ async def test_model_mode_runs_and_the_audit_holds(behaviour):
     if behaviour is not _hostile:  # a model that never chooses: never a leak
         row = next(line for line in text.splitlines() if line.startswith("ALL"))
         assert row.split()[3] == "0.0%"
+
+
+def test_the_rank_ceiling_counts_questions_whose_right_record_ranks_first():
+    from icae_tui.domain.task import HiddenConstraint, OracleData
+
+    data = OracleData(
+        hidden_constraints=[
+            HiddenConstraint(
+                constraint_id="C001",
+                trigger_keywords=["output format json"],
+                oracle_response="JSON lines.",
+            ),  # fmt: skip
+            HiddenConstraint(
+                constraint_id="C002",
+                trigger_keywords=["exit code on error"],
+                oracle_response="Exit 2.",
+            ),  # fmt: skip
+        ],
+        fallback_response="unspecified",
+    )
+    questions = [
+        uf.Question("q1", "What output format, json?", "direct", frozenset({"C001"}), "test"),
+        uf.Question("q2", "Which exit code on error?", "direct", frozenset({"C001"}), "test"),
+        uf.Question("q3", "Which licence?", "off-topic", frozenset(), "test"),
+        uf.Question("q4", "Which exit code on error?", "direct", frozenset({"C002"}), "dev"),
+    ]
+    line = uf.rank_ceiling([uf.RecordSet("tiny", data, questions)], "test")
+    assert "1 of 2 answerable" in line and "(50.0%)" in line
