@@ -15,9 +15,7 @@ from icae_tui.ui.screens.case_detail import NOT_KEPT, CaseContext, CaseDetailScr
 
 from .helpers import until
 from .test_case_inspecting import mini, wrong  # noqa: F401  (a fixture)
-from .test_snapshots import catalog, console  # noqa: F401  (fixtures)
-
-SIZES = {"80x24": (80, 24), "200x60": (200, 60)}
+from .test_snapshots import SIZES, catalog, console  # noqa: F401  (fixtures)
 
 
 @pytest.mark.parametrize("size", SIZES)

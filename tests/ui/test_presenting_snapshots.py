@@ -17,9 +17,7 @@ from icae_tui.ui.screens.history import HistoryScreen
 from icae_tui.ui.settings import config_dir
 
 from .helpers import until
-from .test_snapshots import catalog, console, history, utc  # noqa: F401  (fixtures)
-
-SIZES = {"80x24": (80, 24), "200x60": (200, 60)}
+from .test_snapshots import SIZES, catalog, console, history, utc  # noqa: F401  (fixtures)
 
 
 def config_file(name: str, text: str) -> None:

@@ -15,9 +15,8 @@ from icae_tui.ui.screens.replay import ReplayScreen, open_replay
 
 from .helpers import recorded_run, until
 from .test_replay import Gate
-from .test_snapshots import catalog, console  # noqa: F401  (fixtures)
+from .test_snapshots import SIZES, catalog, console  # noqa: F401  (fixtures)
 
-SIZES = {"80x24": (80, 24), "200x60": (200, 60)}
 POSITION = 31  # of the recorded run's events: evaluating, two cases done
 
 

@@ -16,10 +16,8 @@ from icae_tui.display.sources import ReplaySource
 from icae_tui.ui.screens.run import RunScreen
 
 from .helpers import until
-from .test_snapshots import catalog, console, utc  # noqa: F401  (fixtures)
+from .test_snapshots import SIZES, catalog, console, utc  # noqa: F401  (fixtures)
 from .test_watching import evaluating
-
-SIZES = {"80x24": (80, 24), "200x60": (200, 60)}
 
 
 @pytest.mark.parametrize("size", SIZES)
