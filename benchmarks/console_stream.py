@@ -1,32 +1,38 @@
 """The run console under a flooding agent, beside a naive `RichLog`, each in its own process.
 
-    python benchmarks/console_stream.py [--seconds 10] [--rate 20000] [--quick] [--store]
-                                        [--tracemalloc] [--only console|richlog]
+    python benchmarks/console_stream.py [--seconds 10] [--checkpoints 3] [--rate 20000]
+                                        [--quick] [--store] [--tracemalloc] [--census]
+                                        [--only console|richlog]
 
 A synthetic agent writes `--rate` output lines per second (AgentOutput events: chunks of 1-8 KiB
-cut anywhere, so lines straddle chunks; lines of 0-300 characters, 0.5 % of 1,000-12,000) with
-a command every 50 chunks (AgentCommand, AgentCommandDone) and cases finishing meanwhile
-(CaseFinished, ScoreUpdated over 200 planned cases; `--case-rate`, 20 a second). The burst
-lasts 2 x `--seconds`: figures are taken at `--seconds` (T) and again at 2T, to see whether
-memory keeps growing. Two contenders, each in a fresh process (so one's heap does not weigh on
-the other's RSS), run one after the other in a headless `App.run_test()` at 160x48:
+cut anywhere, so lines straddle chunks; lines of 0-300 characters, 0.5 % of 1,000-12,000; each
+chunk new text, as an agent's is, so nothing that holds it is held for free) with a command
+every 50 chunks (AgentCommand, AgentCommandDone) and cases finishing meanwhile (CaseFinished,
+ScoreUpdated over 200 planned cases; `--case-rate`, 20 a second). The burst lasts N x T
+(`--checkpoints` N, 3; `--seconds` T, 10): figures are taken at T, 2T, ... NT, so that memory
+can be seen to stop growing once the bounded buffers are full (the view's 50,000 lines take
+2.5 s at 20,000 lines/s). Two contenders, each in a fresh process (so one's heap does not weigh
+on the other's RSS), run one after the other in a headless `App.run_test()` at 160x48:
   console  — the real path: `IcaeApp` (its CSS and theme; a blank screen instead of the task
              list under it) with a `RunScreen` on a `LiveSource`; the agent is the run's job
              (the screen's worker) and delivers each event to `handle_event` (with
              `--store`: through a real `RunLog` and SQLite `RunStore`, bound included), the
-             `RunView` reduces it, and the screen's 80 ms timer flushes the `TraceLog`;
+             `RunView` reduces it, and the screen's 80 ms timer flushes the `TraceLog`.
+             Without `--store` the run keeps no record of its events (only the displays are
+             measured); with it the RunLog keeps them, as a real run does, until the run's
+             bound (icae_tui/bounds.py: 64 MiB of events, about 30 s of this flood);
   richlog  — the naive baseline: a minimal app (header, RichLog, footer), the same agent as its
              worker, one `RichLog.write()` per line (lines joined across chunks; commands and
              cases one line each). With `--store` its events go through a RunLog too.
 Figures (all wall-clock, the agent and the screen sharing one event loop as in a live run):
   written/s   — lines handed to the widget per second (taken by TraceLog.flush from the view,
                 whole, however it lays them out / RichLog.write calls);
-  behind      — at the checkpoint: output lines the agent has not been able to emit yet (the
+  behind      — at each checkpoint: output lines the agent has not been able to emit yet (the
                 loop was too busy: in a live run the agent's pipe backs up and the agent
-                stalls) plus lines the view holds that the widget has not taken, in lines and
-                seconds at `--rate`; `drain` is how long after 2T until the agent has emitted
-                all it owed and the widget has taken all of it (given up after 10 s); `lost`
-                counts lines never written (the view keeps only the last 50,000);
+                stalls) plus lines the view holds that the widget has not taken, in seconds at
+                `--rate`; `drain` is how long after NT until the agent has emitted all it owed
+                and the widget has taken all of it (given up after 10 s); `lost` counts lines
+                never written (the view keeps only the last 50,000);
   key→screen  — `m` (console: cycle the responder; baseline: a binding that relabels its
                 header) sent as the same Key event `pilot.press` sends, every 0.1-0.3 s; timed
                 until the first frame whose text shows "responder <new mode>". Headless Textual
@@ -34,15 +40,27 @@ Figures (all wall-clock, the agent and the screen sharing one event loop as in a
                 here `App._display` is wrapped to do what a terminal driver does
                 (`render_segments`, written to /dev/null) and to look for the label in it.
                 (`pilot.press` itself is not awaited: it then waits for the CPU to go idle,
-                up to 2 s under load, which would throttle the sampling.);
-  memory      — RSS growth over the process's RSS just before the burst (peak, sampled every
-                0.1 s), the rows the widget (and the lines the view) hold, and the live Python
-                allocations (`sys.getallocatedblocks()`); `--tracemalloc` adds the traced heap's
-                peak, but slows both contenders 10-30x: its rates, latencies and line counts are
-                then those of a much smaller burst (use it to compare the heap per line).
+                up to 2 s under load, which would throttle the sampling.) A press whose wait
+                spans a checkpoint's collection (below) is not sampled;
+  memory      — at each checkpoint, and its change since the one before: RSS growth over the
+                process's RSS just before the burst (its peak too, sampled every 0.1 s), and the
+                live Python allocations (`sys.getallocatedblocks()` after a full collection: the
+                loop stands still for it, 0.1-0.3 s); the rows the widget (and the lines the
+                view) hold. Live blocks flat while RSS creeps is the allocator keeping freed
+                memory, not objects kept. `--tracemalloc` adds the traced heap's peak, but slows
+                both contenders 10-30x: its rates, latencies and line counts are then those of
+                a much smaller burst (use it to compare the heap per line). `--census` lists the
+                kinds of object (those the garbage collector tracks) whose count changed most
+                between the last two checkpoints: what still grows.
+What still grows in the console once its buffers are full is bounded elsewhere: Textual's and
+Rich's own caches filling up (`Strip.render_ansi`: the ANSI codes of 16,384 styles, which carry
+each row's offset; `StylesCache.get_inner_outer`: 1,024, holding the styles of widgets gone;
+Rich's cut segments, 16,384): 1-3 MiB each 10 s, until the live blocks stop growing after
+about 80 s (`--seconds 20 --checkpoints 6`). It is not the allocator: pymalloc's arenas keep
+1-3 MiB free, and `malloc_trim` gives back under 0.5 MiB.
 `CPU` is the process's CPU time over the wall time (other processes on the machine take their
 share: read `per CPU-second` beside it). Targets, reported not asserted: the full rate
-sustained (nothing behind), key→screen p95 under 100 ms, memory flat between the two
+sustained (nothing behind), key→screen p95 under 100 ms, memory flat between the later
 checkpoints. Prints one table; nothing is asserted.
 """
 
@@ -50,6 +68,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
+import gc
 import json
 import os
 import random
@@ -74,6 +94,7 @@ POOL_LINES = 20_000  # distinct lines, cycled
 TICK_S = 0.005  # the agent looks at its clock this often (when the loop lets it)
 PRESS_GAP_S = (0.1, 0.3)
 DRAIN_MAX_S = 10.0
+CENSUS_TOP = 25  # kinds of object listed by --census
 MODES = ["simulated", "human", "assisted"]
 
 # --- the workload ------------------------------------------------------------------------------
@@ -229,6 +250,7 @@ class Agent:
                 next_case += self.case_every
             if t.output_lines < min(now, self.duration) * self.rate:  # owed: what the clock asks
                 text, lines = self.chunks[k % len(self.chunks)]
+                text = text[:-1] + text[-1]  # new text, as an agent's is: never held for free
                 await send(AgentOutput(stream="stdout", text=text))
                 t.output_lines += lines
                 k += 1
@@ -304,9 +326,11 @@ class Checkpoint:
     rss_growth: int
     rss_peak_growth: int
     traced_peak: int | None
-    py_blocks: int  # sys.getallocatedblocks(): live Python allocations
+    py_blocks: int  # sys.getallocatedblocks() after a full collection: live allocations
     frames: int
     cpu_s: float
+    presses: int  # key presses sent so far
+    gc_s: float  # the full collection taken for py_blocks
 
 
 @dataclass
@@ -321,6 +345,8 @@ class Result:
     lost: int = 0
     dropped: int = 0
     frame_bytes: int = 0
+    skipped: int = 0  # presses whose wait spanned a checkpoint's collection: not sampled
+    census: list[tuple[str, int, int]] = field(default_factory=list)  # (type, growth, count)
 
 
 class Probe:
@@ -344,6 +370,13 @@ class Probe:
         return 0
 
 
+def census() -> collections.Counter[str]:
+    """The objects the garbage collector tracks (containers, not strings), by type."""
+    return collections.Counter(
+        f"{type(o).__module__}.{type(o).__qualname__}" for o in gc.get_objects()
+    )
+
+
 async def drive(app: Any, agent: Agent, probe: Probe, args: argparse.Namespace) -> Result:
     import tracemalloc
 
@@ -361,7 +394,9 @@ async def drive(app: Any, agent: Agent, probe: Probe, args: argparse.Namespace) 
     while not agent.tally.running:
         await asyncio.sleep(0.001)
     t0 = agent.tally.t0
-    end = t0 + 2 * args.seconds
+    end = t0 + args.checkpoints * args.seconds
+    collections_at: list[tuple[float, float]] = []  # the checkpoints' collections: (from, to)
+    counts: list[collections.Counter[str]] = []
 
     async def sample() -> None:
         while True:
@@ -384,7 +419,10 @@ async def drive(app: Any, agent: Agent, probe: Probe, args: argparse.Namespace) 
             res.unseen = 1
             await watch.seen.wait()
             res.unseen = 0
-            res.latencies_ms.append((watch.seen_at - pressed) * 1000)
+            if any(a < watch.seen_at and pressed < b for a, b in collections_at):
+                res.skipped += 1  # the loop stood still for a checkpoint
+            else:
+                res.latencies_ms.append((watch.seen_at - pressed) * 1000)
 
     def checkpoint() -> Checkpoint:
         now = time.perf_counter()
@@ -393,22 +431,37 @@ async def drive(app: Any, agent: Agent, probe: Probe, args: argparse.Namespace) 
         current = rss()
         peak[0] = max(peak[0], current)
         traced = tracemalloc.get_traced_memory()[1] - traced0 if args.tracemalloc else None
+        written, backlog, frames, cpu = (
+            probe.written,
+            probe.backlog(),
+            watch.frames,
+            time.process_time(),
+        )
+        gc.collect()  # what is left is live: garbage in cycles would blur the growth
+        blocks = sys.getallocatedblocks()
+        if args.census:
+            counts.append(census())
+        collections_at.append((now, time.perf_counter()))
         return Checkpoint(
-            at_s=now - t0, due=int(min(now - t0, 2 * args.seconds) * args.rate),
-            emitted=t.output_lines, written=probe.written, backlog=probe.backlog(),
+            at_s=now - t0, due=int(min(now - t0, args.checkpoints * args.seconds) * args.rate),
+            emitted=t.output_lines, written=written, backlog=backlog,
             held_widget=widget, held_view=view, rss_growth=current - rss0,
-            rss_peak_growth=peak[0] - rss0, traced_peak=traced,
-            py_blocks=sys.getallocatedblocks(), frames=watch.frames,
-            cpu_s=time.process_time() - cpu0,
+            rss_peak_growth=peak[0] - rss0, traced_peak=traced, py_blocks=blocks,
+            frames=frames, cpu_s=cpu - cpu0, presses=len(res.latencies_ms) + res.skipped,
+            gc_s=time.perf_counter() - now,
         )  # fmt: skip
 
     sampler = asyncio.create_task(sample())
     presser = asyncio.create_task(press())
-    await asyncio.sleep(max(0.0, t0 + args.seconds - time.perf_counter()))
-    res.checkpoints.append(checkpoint())
-    await asyncio.sleep(max(0.0, end - time.perf_counter()))
-    res.checkpoints.append(checkpoint())
+    for k in range(1, args.checkpoints + 1):
+        await asyncio.sleep(max(0.0, t0 + k * args.seconds - time.perf_counter()))
+        res.checkpoints.append(checkpoint())
     presser.cancel()
+    if len(counts) >= 2:
+        grown = counts[-1].copy()
+        grown.subtract(counts[-2])
+        top = sorted(grown.items(), key=lambda kv: -abs(kv[1]))[:CENSUS_TOP]
+        res.census = [(kind, n, counts[-1][kind]) for kind, n in top if n]
     while (agent.tally.running or probe.backlog()) and time.perf_counter() - end < DRAIN_MAX_S:
         await asyncio.sleep(0.01)
     if not (agent.tally.running or probe.backlog()):
@@ -426,30 +479,39 @@ async def drive(app: Any, agent: Agent, probe: Probe, args: argparse.Namespace) 
 # --- the contenders ----------------------------------------------------------------------------
 
 
+class Unrecorded:
+    """The record of a run without a store (a `RunLog` without its store): nothing kept."""
+
+    events: list[Any] = []
+
+
 class FloodRun:
-    """Enough of `icae_tui.run.Run` for a LiveSource: the agent is its job."""
+    """Enough of `icae_tui.run.Run` for a LiveSource: the agent is its job. Its `log` is a
+    real `RunLog` with `--store`; without, the events are kept nowhere (only the displays
+    are measured), as the real run's log would keep them within the run's bound."""
 
     def __init__(self, agent: Agent, store_dir: Path | None) -> None:
         self.run_id = "bench-run"
         self.agent = agent
         self.displays: list[Callable[[Any], None]] = []
-        self.log = None
+        self.log: Any = Unrecorded()
+        self.runlog: Any = None
         if store_dir is not None:
             from icae_tui.runlog import RunLog
             from icae_tui.store import RunStore
 
-            self.log = RunLog(self.run_id, RunStore(store_dir / "runs.db"))
+            self.log = self.runlog = RunLog(self.run_id, RunStore(store_dir / "runs.db"))
         self._tasks: set[asyncio.Task[None]] = set()
 
     def subscribe(self, display: Callable[[Any], None]) -> None:
-        if self.log is not None:
-            self.log.subscribe(display)
+        if self.runlog is not None:
+            self.runlog.subscribe(display)
         else:
             self.displays.append(display)
 
     def emit(self, ev: Any) -> Any:
-        if self.log is not None:
-            return self.log.emit(ev)
+        if self.runlog is not None:
+            return self.runlog.emit(ev)
         for display in self.displays:
             display(ev)
         return None
@@ -628,7 +690,7 @@ async def run_richlog(args: argparse.Namespace, agent: Agent, tmp: Path) -> Resu
 def child(args: argparse.Namespace) -> None:
     os.environ.setdefault("COLORTERM", "truecolor")  # a modern terminal, not 16 colours
     chunks = make_chunks()
-    agent = Agent(args.rate, 2 * args.seconds, chunks, args.case_rate)
+    agent = Agent(args.rate, args.checkpoints * args.seconds, chunks, args.case_rate)
     run = {"console": run_console, "richlog": run_richlog}[args.child]
     with tempfile.TemporaryDirectory(prefix="icae-bench-") as tmp:
         res = asyncio.run(run(args, agent, Path(tmp)))
@@ -641,13 +703,16 @@ def child(args: argparse.Namespace) -> None:
 
 def spawn(name: str, args: argparse.Namespace) -> Result | str:
     cmd = [sys.executable, __file__, "--child", name, "--seconds", str(args.seconds),
-           "--rate", str(args.rate), "--case-rate", str(args.case_rate)]  # fmt: skip
+           "--rate", str(args.rate), "--case-rate", str(args.case_rate),
+           "--checkpoints", str(args.checkpoints)]  # fmt: skip
     cmd += ["--store"] * args.store + ["--tracemalloc"] * args.tracemalloc
+    cmd += ["--census"] * args.census
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     if proc.returncode != 0 or not proc.stdout.strip():
         return f"{name} failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}"
     data = json.loads(proc.stdout.strip().splitlines()[-1])
     data["checkpoints"] = [Checkpoint(**c) for c in data["checkpoints"]]
+    data["census"] = [tuple(c) for c in data["census"]]
     return Result(**data)
 
 
@@ -655,76 +720,107 @@ def mib(n: int | None) -> str:
     return "—" if n is None else f"{n / 2**20:,.0f} MiB"
 
 
+def at(k: int) -> str:
+    """The `k`th checkpoint's name: T, 2T, 3T, ..."""
+    return "T" if k == 1 else f"{k}T"
+
+
+def per_checkpoint(values: list[str], unit: str = "") -> str:
+    return " / ".join(values) + (f" {unit}" if unit else "")
+
+
+def changes(values: list[int], show: Callable[[int], str]) -> str:
+    """The change between consecutive checkpoints."""
+    return " / ".join(show(b - a) for a, b in zip(values, values[1:], strict=False)) or "—"
+
+
+def signed_mib(n: int) -> str:
+    return f"{n / 2**20:+,.1f}"
+
+
+def signed_k(n: int) -> str:
+    return f"{n / 1e3:+,.1f}k"
+
+
 def rows(r: Result) -> list[str]:
-    a, b = r.checkpoints
+    cps = r.checkpoints
+    a, z = cps[0], cps[-1]
     lat = sorted(r.latencies_ms)
     p95 = lat[min(len(lat) - 1, int(round(0.95 * (len(lat) - 1))))] if lat else None
 
     def behind(c: Checkpoint) -> str:
-        n = (c.due - c.emitted) + c.backlog
-        return f"{n:,} ({n / r.rate:.1f} s)"
+        return f"{((c.due - c.emitted) + c.backlog) / r.rate:.1f}"
 
     def ms(x: float | None) -> str:
         return "—" if x is None else f"{x:,.0f} ms"
 
+    rss = [c.rss_growth for c in cps]
+    blocks = [c.py_blocks for c in cps]
     return [
         f"{a.emitted / a.at_s:,.0f} /s",
         f"{a.written / a.at_s:,.0f} /s",
-        f"{b.written / b.at_s:,.0f} /s",
-        f"{b.written / b.cpu_s:,.0f} /CPU-s",
-        behind(a),
-        behind(b),
+        f"{z.written / z.at_s:,.0f} /s",
+        f"{z.written / z.cpu_s:,.0f} /CPU-s",
+        per_checkpoint([behind(c) for c in cps], "s"),
         f"> {DRAIN_MAX_S:.0f} s" if r.drain_s is None else f"{r.drain_s:.1f} s",
         f"{r.lost:,}" + (f" (+{r.dropped:,} ev dropped)" if r.dropped else ""),
         ms(statistics.median(lat) if lat else None),
         ms(p95),
         ms(lat[-1] if lat else None),
-        f"{len(lat)}" + (f" (+{r.unseen} unseen)" if r.unseen else ""),
-        f"{mib(a.rss_peak_growth)} / {mib(b.rss_peak_growth)}",
-        f"{mib(a.rss_growth)} / {mib(b.rss_growth)}",
-        f"{a.held_widget:,} / {b.held_widget:,}",
-        f"{a.held_view:,} / {b.held_view:,}",
-        f"{a.py_blocks / 1e6:.2f}M / {b.py_blocks / 1e6:.2f}M",
-        f"{mib(a.traced_peak)} / {mib(b.traced_peak)}",
-        f"{b.frames / b.at_s:.0f}",
-        f"{100 * b.cpu_s / b.at_s:.0f} %",
+        f"{len(lat)}"
+        + (f" (+{r.unseen} unseen)" if r.unseen else "")
+        + (f" (+{r.skipped} at checkpoints)" if r.skipped else ""),
+        per_checkpoint([f"{n / 2**20:,.0f}" for n in rss], "MiB"),
+        changes(rss, signed_mib) + " MiB",
+        mib(z.rss_peak_growth),
+        per_checkpoint([f"{n / 1e6:.3f}M" for n in blocks]),
+        changes(blocks, signed_k),
+        per_checkpoint([f"{c.held_widget:,}" for c in cps]),
+        per_checkpoint([f"{c.held_view:,}" for c in cps]),
+        per_checkpoint([mib(c.traced_peak) for c in cps]),
+        f"{z.frames / z.at_s:.0f}",
+        f"{100 * z.cpu_s / z.at_s:.0f} %",
     ]
 
 
 def report(results: list[Result], args: argparse.Namespace) -> None:
-    t, t2 = args.seconds, 2 * args.seconds
+    n = args.checkpoints
+    cps = " / ".join(at(k) for k in range(1, n + 1))
+    steps = " / ".join(f"{at(k)}→{at(k + 1)}" for k in range(1, n)) or "—"
+    last = at(n)
     labels = [
         "agent emitted (0-T)",
         "written to widget (0-T)",
-        "written to widget (0-2T)",
-        "  per CPU-second (0-2T)",
-        "behind at T",
-        "behind at 2T",
-        "drain after 2T",
+        f"written to widget (0-{last})",
+        f"  per CPU-second (0-{last})",
+        f"behind at {cps}",
+        f"drain after {last}",
         "lines lost",
         "key→screen median",
         "key→screen p95",
         "key→screen max",
-        "key presses",
-        "RSS peak growth T / 2T",
-        "RSS growth T / 2T",
-        "rows in widget T / 2T",
-        "lines in view T / 2T",
-        "Python blocks T / 2T",
-        "tracemalloc peak T / 2T",
+        "key presses sampled",
+        f"RSS growth at {cps}",
+        f"  change {steps}",
+        f"RSS peak growth (0-{last})",
+        f"live Python blocks at {cps}",
+        f"  change {steps}",
+        f"rows in widget at {cps}",
+        f"lines in view at {cps}",
+        f"tracemalloc peak at {cps}",
         "frames/s",
-        "CPU (of one core, 0-2T)",
+        f"CPU (of one core, 0-{last})",
     ]
-    targets = [f"{args.rate:,.0f} /s", f"{args.rate:,.0f} /s", f"{args.rate:,.0f} /s", "", "0", "0",
-               "", "0", "", "< 100 ms", "", "", "flat", "flat", "flat", "flat", "flat", "flat", "",
-               ""]  # fmt: skip
+    targets = [f"{args.rate:,.0f} /s", f"{args.rate:,.0f} /s", f"{args.rate:,.0f} /s", "", "0",
+               "", "0", "", "< 100 ms", "", "", "", "≈ 0 after T", "", "", "≈ 0 after T", "",
+               "", "", "", ""]  # fmt: skip
     names = {"console": "console (RunScreen)", "richlog": "RichLog.write per line"}
     cols = [[names[r.name], *rows(r)] for r in results]
     left = ["", *labels]
     right = ["target", *targets]
     widths = [max(map(len, c)) for c in [left, *cols, right]]
     print(
-        f"rate {args.rate:,.0f} lines/s, T = {t:g} s (burst {t2:g} s), "
+        f"rate {args.rate:,.0f} lines/s, T = {args.seconds:g} s (burst {n * args.seconds:g} s), "
         f"{SIZE[0]}x{SIZE[1]}{', through RunLog + store' if args.store else ''}"
         f"{', tracemalloc on (slower)' if args.tracemalloc else ''}"
     )
@@ -732,19 +828,30 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
         cells = [left[i], *(c[i] for c in cols), right[i]]
         print("  ".join(cell.ljust(w) if j == 0 else cell.rjust(w)
                         for j, (cell, w) in enumerate(zip(cells, widths, strict=True))))  # fmt: skip
+    for r in results:
+        if r.census:
+            print(
+                f"\n{names[r.name]}: objects by type, growth {at(n - 1)}→{last} (count at {last})"
+            )
+            for kind, grown, count in r.census:
+                print(f"  {grown:+9,d} {count:10,d}  {kind}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=10.0, help="T: checkpoint; burst 2T")
+    parser.add_argument("--seconds", type=float, default=10.0, help="T: between checkpoints")
+    parser.add_argument("--checkpoints", type=int, default=3, help="N: the burst lasts N x T")
     parser.add_argument("--rate", type=float, default=20_000.0, help="output lines per second")
     parser.add_argument("--case-rate", type=float, default=20.0, help="cases finished per second")
     parser.add_argument("--quick", action="store_true", help="a smoke check: T = 2 s")
     parser.add_argument("--store", action="store_true", help="events through RunLog + SQLite")
     parser.add_argument("--tracemalloc", action="store_true", help="trace the Python heap")
+    parser.add_argument("--census", action="store_true", help="live objects by type (growth)")
     parser.add_argument("--only", choices=["console", "richlog"])
     parser.add_argument("--child", choices=["console", "richlog"], help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.checkpoints < 1:
+        parser.error("--checkpoints: at least 1")
     if args.quick:
         args.seconds = 2.0
     if args.child:

@@ -18,6 +18,7 @@ from icae_tui.domain.events import (
 )
 from icae_tui.domain.results import Score, SplitScore
 from icae_tui.report import build_report
+from icae_tui.runlog import RunLog
 from icae_tui.trajectory import build_trajectory
 from tests.ui.helpers import RECORDED_ID, recorded_run, score, started
 
@@ -120,3 +121,26 @@ async def test_a_live_source_passes_pauses_on_and_a_stored_one_refuses_them():
     assert await stored.pause_agent() is False
     assert await stored.resume_agent() is False
     assert stored.recorded() == stored.events
+
+
+class LoggedRun(PausableRun):
+    """A run that keeps its events (as `Run` does, in its RunLog)."""
+
+    def __init__(self, store) -> None:
+        super().__init__()
+        self.log = RunLog("logged", store)
+
+    def subscribe(self, callback) -> None:
+        self.log.subscribe(callback)
+
+
+async def test_a_live_source_hands_out_the_runs_own_record_and_keeps_none(store):
+    run = LoggedRun(store)
+    live = LiveSource(run)
+    got = []
+    live.connect(got.append)
+    events = [started(), *(AgentOutput(stream="stdout", text=f"{i}\n") for i in range(50))]
+    for ev in events:
+        await run.log.emit(ev)
+    assert got == events and live.recorded() == events
+    assert live.events == []  # no second list growing with the trace

@@ -200,6 +200,20 @@ def test_the_oldest_lines_go_first_and_the_rows_they_took_are_told():
     assert b.row(b.row_count - 1).text.endswith("y")
 
 
+def test_not_held_counts_the_lines_gone_from_the_start():
+    b = buffer(20, max_lines=10, max_rows=1000)
+    b.add(out(f"n{i}") for i in range(10))
+    assert b.not_held == 0
+    b.add([out("n10"), out("n11")])  # past max_lines
+    assert b.not_held == 2 and b.seq_at(0) == 2
+    b = buffer(20, max_lines=1000, max_rows=10)
+    b.add(out("x" * 30) for _ in range(5))  # two rows each: the bound
+    b.add([out("y" * 30)])  # kept, but its row bound drops the first line shown
+    assert b.kept == 6 and b.not_held == 1 and b.row(0).seq == 1
+    b.set_filter(TraceFilter(NO_OUTPUT))  # filtered: only the lines not kept count
+    assert b.not_held == 0
+
+
 def test_a_hundred_thousand_lines_keep_the_bounds():
     b = buffer(60)
     long = "word " * 80  # seven rows at 60

@@ -4,6 +4,11 @@ A display connects to its source and feeds every event to its `RunView`; it neve
 which kind of source it has. A live source also has work to run (the run itself) and takes
 the operator's commands (answers, the responder, pausing the agent); a stored run has no
 work, and refuses commands. Either gives the events seen so far (`recorded`), for an export.
+
+A live run keeps its own record of them (a `Run`'s `RunLog`, within the run's bound,
+icae_tui/bounds.py): the source hands that out and keeps no second list, which would grow
+with every event of an unbounded trace. Only a run without a log (a test double) has its
+events kept by the source.
 """
 
 from __future__ import annotations
@@ -47,8 +52,17 @@ class RunSource(Protocol):
         """The time for the run's clock."""
 
 
+class RunRecord(Protocol):
+    """What a run keeps of its events (`icae_tui.runlog.RunLog`)."""
+
+    @property
+    def events(self) -> list[Event]:
+        """The events published so far, in order (a copy)."""
+
+
 class LiveRun(Protocol):
-    """What a live source needs of a Run (`icae_tui.run.Run`, or a test double)."""
+    """What a live source needs of a Run (`icae_tui.run.Run`, or a test double; a run may
+    also have a `log`, a `RunRecord`)."""
 
     run_id: str
     leftovers_removed: list[str]  # set by execute(): what its final sweep removed
@@ -69,9 +83,16 @@ class LiveSource:
         self.run_id = run.run_id
         self.label = f"run {run.run_id} · starting…"
         self.clock = clock
-        self.events: list[Event] = []  # what the run delivered (the run holds them too)
+        log = getattr(run, "log", None)
+        self.log: RunRecord | None = log if hasattr(log, "events") else None
+        # what the run delivered, kept here only when the run keeps no record of its own
+        self.events: list[Event] = []
 
     def connect(self, deliver: Deliver) -> None:
+        if self.log is not None:
+            self.run.subscribe(deliver)
+            return
+
         def delivered(ev: Event) -> None:
             self.events.append(ev)
             deliver(ev)
@@ -94,7 +115,7 @@ class LiveSource:
         return bool(await self.run.resume())
 
     def recorded(self) -> list[Event]:
-        return list(self.events)
+        return self.log.events if self.log is not None else list(self.events)
 
     def now(self, view: RunView) -> float:
         return self.clock()

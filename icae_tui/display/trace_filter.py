@@ -5,7 +5,8 @@ rows they take at a width, and a search through them. Knows nothing of Textual o
 (`seq`). Of those, the filter's (`TraceFilter`: by kind, a `KindFilter` preset, and by text)
 are shown, each taking the rows `Wrapper` wraps it to at the width; only their counts are
 kept (a row's text is cut from its line when drawn, `row(y)`), and at most `max_rows` rows:
-the oldest shown lines go first. Memory is bounded however long the trace.
+the oldest shown lines go first. Memory is bounded however long the trace; `not_held` counts
+the lines gone from its start.
 
 Search (`search(query)`) finds a literal text in the lines shown: never a pattern, whatever
 the text (the trace is the agent's untrusted output, the query the operator's); smart case
@@ -248,6 +249,15 @@ class TraceBuffer:
     @property
     def kept(self) -> int:
         return len(self._kept)
+
+    @property
+    def not_held(self) -> int:
+        """Lines at the trace's start that are gone: no longer kept, or (with every line
+        shown) kept but past the row bound."""
+        gone = self._total - len(self._kept)
+        if self._seqs and not self.filter.active:
+            return max(gone, self._seqs[0])
+        return gone
 
     @property
     def shown(self) -> list[TraceLine]:

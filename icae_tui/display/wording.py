@@ -62,6 +62,12 @@ UNKNOWN = "—"  # a figure with nothing measured yet: unknown is not zero
 PAUSED = "paused — f to follow"  # the trace, while it does not follow new lines
 
 
+def not_held_line(count: int) -> str:
+    """The trace's first row once its oldest lines are no longer held (its bounds)."""
+    lines = "line" if count == 1 else "lines"
+    return f"… {count:,} earlier {lines} not held here — e exports the whole trace"
+
+
 # --- small formats ----------------------------------------------------------------------
 
 

@@ -18,6 +18,7 @@ from icae_tui.domain.events import QuestionAnswered, QuestionAsked, ResponderCha
 from icae_tui.ui.app import IcaeApp
 from icae_tui.ui.screens.run import RunScreen
 from icae_tui.ui.screens.run_setup import RESPONDERS, RunSetupScreen
+from icae_tui.ui.widgets.clarifications import SWITCHES_SHOWN, earlier_switches_text
 from icae_tui.users.responders import Reply
 
 from .helpers import Q_COUNT, Q_OTHER, Q_UNKNOWN, FakeRun, finish, score, started, until
@@ -104,6 +105,39 @@ async def test_switching_calls_set_responder_and_shows_the_mode(mini, store):
         await pilot.pause()
         assert len(fake.switches) == 6
         assert "m" not in screen.active_bindings and "ctrl+t" not in screen.active_bindings
+
+
+async def test_the_pane_shows_the_latest_switches_and_counts_the_earlier_ones(mini, store):
+    release = asyncio.Event()
+
+    async def script(run: FakeRun):
+        run.emit(started())
+        await run.channel.ask(Q_COUNT)  # answered by the simulated user: a question and answer
+        await release.wait()
+        return finish(run)
+
+    fake = FakeRun(mini, "simulated", script)
+    app = IcaeApp(catalog=Catalog(), store=store)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await start(app, pilot, fake)
+        await until(pilot, lambda: "answer" in kinds(screen))
+        pane = screen.clarify
+        switches = SWITCHES_SHOWN + 7
+        for _ in range(switches):
+            await pilot.press("m")
+            await pilot.pause()
+        assert kinds(screen).count("switch") == switches  # every switch is a turn...
+        statics = list(pane.query(Static))
+        classes = [set(widget.classes) for widget in statics]
+        assert sum("switch" in c and "gone" not in c for c in classes) == SWITCHES_SHOWN
+        assert "gone" in classes[0]  # ... the earlier ones counted at the top
+        assert str(statics[0].render()) == str(earlier_switches_text(7))
+        assert "question" in classes[1] and "answer" in classes[2]  # the rest stays
+        assert pane.switches_gone == 7
+        screen.flush()
+        assert sum(line.startswith("⇄") for line in screen.trace.lines) == switches
+        release.set()
+        await screen.worker.wait()
 
 
 async def test_switching_to_simulated_hands_the_waiting_question_over(mini, store):

@@ -11,7 +11,9 @@ from rich.cells import cell_len
 
 from icae_tui.catalog import Catalog
 from icae_tui.display.sources import ReplaySource
+from icae_tui.display.trace_filter import TraceFilter
 from icae_tui.display.view import TraceLine
+from icae_tui.display.wording import not_held_line
 from icae_tui.domain.events import AgentCommand, AgentOutput, AgentSaid, QuestionAsked
 from icae_tui.ui.app import IcaeApp
 from icae_tui.ui.screens.prompt import PromptScreen
@@ -95,6 +97,42 @@ async def test_paused_the_view_stays_on_its_lines_while_old_ones_go(app):
         await pilot.pause()
         assert trace.following and trace.is_vertical_scroll_end
         assert in_view(trace)[-1] == f"  out│ line {MAX_LINES + 399}"
+
+
+async def test_the_first_row_says_how_many_earlier_lines_are_not_held(app):
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen, trace = await open_trace(app, pilot, output(300))
+        assert trace.not_held == 0 and not trace.rows[0].startswith("…")
+        screen.handle_event(output(MAX_LINES + 250, 300))  # the view keeps the last MAX_LINES
+        screen.flush()
+        await pilot.pause()
+        skipped = screen.view.trace_total - MAX_LINES  # gone before the trace took them
+        assert trace.not_held == skipped and len(trace.lines) == MAX_LINES
+        assert trace.rows[0] == not_held_line(skipped)
+        assert trace.rows[1] == f"  out│ line {MAX_LINES + 250 - MAX_LINES}"
+        assert len(trace.rows) == trace.virtual_size.height == MAX_LINES + 1
+
+        screen.handle_event(output(MAX_LINES + 350, MAX_LINES + 250))  # the trace drops 100
+        screen.flush()
+        await pilot.pause()
+        assert trace.not_held == skipped + 100
+        assert trace.rows[0] == "… " + f"{skipped + 100:,} earlier lines not held here" + (
+            " — e exports the whole trace"
+        )
+        await pilot.press("home")  # all that is held can be scrolled to, the note first
+        await pilot.pause()
+        assert not trace.following
+        assert in_view(trace)[:2] == [not_held_line(skipped + 100), "  out│ line 350"]
+        assert "earlier lines not held" in str(trace.render_line(0).text)
+        screen.handle_event(output(MAX_LINES + 360, MAX_LINES + 350))  # paused: the view stays
+        screen.flush()
+        await pilot.pause()
+        assert in_view(trace)[1] == "  out│ line 360" and trace.not_held == skipped + 110
+
+        trace.set_filter(TraceFilter(text="line 4"))  # filtered: only the lines not kept count
+        await pilot.pause()
+        assert trace.rows[0] == not_held_line(skipped + 110)
+        assert all("line 4" in row for row in trace.rows[1:])
 
 
 async def test_wide_characters_wrap_within_the_width(app):

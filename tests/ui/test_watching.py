@@ -466,6 +466,26 @@ async def test_a_finished_case_redraws_only_its_result_cells(app, monkeypatch):
         assert str(table.get_cell("hidden/old#0", "pattern")) == "old"
 
 
+async def test_the_table_keeps_no_renders_from_before_its_last_change(app):
+    """DataTable caches each render under its count of changes: none is used again after a
+    change, so the table drops them rather than keep up to 10,000 dead cells."""
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await open_screen(app, pilot, RunScreen())
+        screen.handle_event(started())
+        screen.handle_event(CasesPlanned(case_ids=CASE_IDS, patterns=PATTERNS, splits=SPLITS))
+        screen.flush()
+        table = screen.results
+        for round_ in range(30):
+            for case_id in CASE_IDS:
+                verdict = Verdict.ACCEPTED if round_ % 2 else Verdict.WRONG_ANSWER
+                screen.handle_event(CaseFinished(result=result(case_id, verdict, f"r{round_}")))
+            screen.flush()
+            await pilot.pause()  # drawn: the caches fill with this change's renders
+        cells = len(table._cell_render_cache)
+        assert 0 < cells <= (len(CASE_IDS) + 1) * len(table.fitted)  # the rows and the header
+        assert str(table.get_cell(CASE_IDS[0], "reason")) == "r29"
+
+
 # --- 5. exporting the run ---------------------------------------------------------------------
 
 

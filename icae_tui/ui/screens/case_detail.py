@@ -26,7 +26,7 @@ from textual.app import ComposeResult, SuspendNotSupported
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Input, Static, TextArea
+from textual.widgets import Button, Input, Static, TextArea
 from textual.worker import Worker, WorkerState
 
 from icae_tui.display.sources import LiveSource
@@ -44,6 +44,7 @@ from icae_tui.ui.widgets.case_view import (
     run_table,
     stream_view,
 )
+from icae_tui.ui.widgets.footer import Footer
 
 if TYPE_CHECKING:
     from icae_tui.ui.screens.run import RunScreen

@@ -16,7 +16,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from icae_tui import recordings
 from icae_tui.catalog import Catalog
@@ -28,6 +28,7 @@ from icae_tui.store import RunStore
 from icae_tui.ui.keymap import keyed
 from icae_tui.ui.screens.replay import open_replay
 from icae_tui.ui.text import STATUS_STYLES, safe
+from icae_tui.ui.widgets.footer import Footer
 
 DEMO_KEY = "recording:"  # row keys of recordings: run ids have no colon
 DEMO = "recorded demo"

@@ -19,7 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from icae_tui.display.calls import COLUMNS, by_index, call_cells, call_detail, calls_title
 from icae_tui.display.view import RunView
@@ -27,6 +27,7 @@ from icae_tui.display.wording import Usage, model_segments
 from icae_tui.gateway import ModelCall, load_calls
 from icae_tui.ui.keymap import keyed
 from icae_tui.ui.text import segments, style_of
+from icae_tui.ui.widgets.footer import Footer
 
 SYNC_S = 0.5  # how often new calls of a live run are added to the table
 HINT = "Enter on a call shows its request (the messages new to it) and its response."

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Input, TextArea
+from textual.widgets import Input, TextArea
 from textual.worker import Worker, WorkerState
 
 from icae_tui.display.replay import PacedReplay, Sleep
@@ -35,6 +35,7 @@ from icae_tui.display.view import RunView
 from icae_tui.domain.events import Event
 from icae_tui.ui.keymap import keyed
 from icae_tui.ui.screens.run import RunScreen
+from icae_tui.ui.widgets.footer import Footer
 from icae_tui.ui.widgets.replay_bar import ReplayBar
 
 AppT = TypeVar("AppT", bound=App[Any])

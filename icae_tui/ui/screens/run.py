@@ -5,7 +5,9 @@ executes in a worker; the operator answers, switches the responder and cancels) 
 one (`ReplaySource`: its events at once, nothing to run, nothing to command). `handle_event`
 is the source's subscriber, called on the app's loop for each event in order: it applies the
 event to the view, then draws the header, the clarifications, the status line and the answer
-box at once; the trace, the results table and the score line every FLUSH_S seconds.
+box at once; the trace every FLUSH_S seconds, the results table, the progress and the score
+line every RESULTS_TICKS of those (about twice a second: each change of the table draws every
+row in view again, which under a flood of finished cases took a quarter of the loop's time).
 
 The operator switches the responder at any moment (m cycles simulated → human → assisted;
 1/2/3 pick one; ctrl+t cycles even while typing in the answer box). A question waiting for the
@@ -34,7 +36,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 from textual.worker import Worker, WorkerState
 
 from icae_tui.display import wording as w
@@ -51,12 +53,14 @@ from icae_tui.ui.screens.model_calls import ModelCallsScreen
 from icae_tui.ui.text import MODE_STYLES, clip, safe, score_text, segments, style_of
 from icae_tui.ui.widgets.answer import AnswerBox
 from icae_tui.ui.widgets.clarifications import ClarificationPane
+from icae_tui.ui.widgets.footer import Footer
 from icae_tui.ui.widgets.progress import ProgressLine
 from icae_tui.ui.widgets.results import ResultsPane, ResultsTable
 from icae_tui.ui.widgets.trace import TraceLog
 from icae_tui.users.responders import MODES
 
 FLUSH_S = 0.08
+RESULTS_TICKS = 6  # the flush timer's ticks between two draws of the results (0.48 s)
 SCRIPTED = "scripted:"  # agents that call no model
 RUN_GROUP = "icae-run"
 EXPORT_SUBFOLDER = "export"  # in the run's artifacts, when the export folder is not writable
@@ -121,6 +125,7 @@ class RunScreen(Screen[None]):
         self._trace: TraceLog | None = None
         self._results: ResultsTable | None = None
         self._pausing = False  # a pause or resume asked of the run, not answered yet
+        self._ticks = 0  # of the flush timer
         self.export_base: Path | None = None  # where exports go (None: the current directory)
         self.exported: Exported | None = None  # the last export
 
@@ -202,7 +207,7 @@ class RunScreen(Screen[None]):
     def on_mount(self) -> None:
         for widget in (self.trace, self.results, self.clarify):
             widget.show(self.view)
-        self.set_interval(FLUSH_S, self.flush, name="flush")
+        self.set_interval(FLUSH_S, self._tick, name="flush")
         self.set_interval(1.0, self._render_header, name="clock")
         self._draw()
         job = self.source.job()
@@ -297,13 +302,24 @@ class RunScreen(Screen[None]):
 
     # --- drawing ----------------------------------------------------------------------------
 
-    def flush(self) -> None:
-        """Write what has queued up since the last flush (called every FLUSH_S seconds)."""
+    def _tick(self) -> None:
+        """The flush timer: the trace each time, the results every RESULTS_TICKS times."""
+        self._ticks += 1
+        self.flush(results=self._ticks % RESULTS_TICKS == 0)
+
+    def flush(self, *, results: bool = True) -> None:
+        """Write what has queued up since the last flush: the trace, and unless `results` is
+        False the results table, the progress and the score line."""
         if not self.is_attached:
             return
         try:
             self.trace.flush()
+            if not results:
+                return
             self.results.flush()
+            st = self.view.started
+            if st is not None and self._drawn.get("clock") != self._clock_text(st):
+                self._render_header()  # the clock moved (a replay's: to its last event, at once)
             if self._changed("progress", self.view.cases_rev):
                 self._render_progress()
             if self._changed("score", self.view.score_rev):
@@ -324,6 +340,9 @@ class RunScreen(Screen[None]):
         if self.view.finished is not None:
             return self.view.finished.ts
         return self._t_end if self._t_end is not None else self.source.now(self.view)
+
+    def _clock_text(self, st: RunStarted) -> str:
+        return clock(self._clock_end() - st.ts)
 
     def _render_header(self) -> None:
         if not self.is_attached:
@@ -347,7 +366,8 @@ class RunScreen(Screen[None]):
             text.append(phase_step(v.phase), style="dim")
             if v.agent_paused:
                 text.append("  ⏸ agent paused", style="bold yellow")
-        text.append(f"   ⏱ {clock(self._clock_end() - st.ts)}", style="dim")
+        self._drawn["clock"] = shown = self._clock_text(st)
+        text.append(f"   ⏱ {shown}", style="dim")
         for label, value in (("agent", st.agent), ("level", st.level)):
             text.append(f"   {label} ", style="dim")
             text.append_text(clip(value, 40, "bold"))

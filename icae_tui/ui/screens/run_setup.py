@@ -18,7 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Label, Select, Static
+from textual.widgets import Button, Label, Select, Static
 
 from icae_tui.agents.config import (
     DEFAULTS_FILE,
@@ -34,6 +34,7 @@ from icae_tui.run import RunConfig
 from icae_tui.safe_text import printable
 from icae_tui.ui.keymap import keyed
 from icae_tui.ui.text import clip, safe
+from icae_tui.ui.widgets.footer import Footer
 
 RESPONDERS = (
     ("simulated", "simulated user"),
@@ -50,6 +51,7 @@ LEVEL_NOTES = {
 
 ERRORS_SHOWN = 6  # of the agents files' problems, listed in the dialog
 LABEL_WIDTH = 46  # characters of an agent's label in the chooser
+SHORT_ROWS = 32  # from this many rows the setup dialog has its roomy layout
 
 
 def default_agent(agents: list[str]) -> str | None:
@@ -114,6 +116,9 @@ def agent_choices(task: Task, config: AgentConfig) -> list[AgentChoice]:
 
 
 class RunSetupScreen(ModalScreen[RunConfig | None]):
+    # -short: a terminal of fewer rows than the dialog's roomy layout needs (80×24 with an
+    # agents file's errors): less padding (app.tcss), and past that the dialog scrolls
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (SHORT_ROWS, "-tall")]
     BINDINGS = [
         Binding("escape", "cancel", "Cancel"),
         Binding("ctrl+s", "start", "Start"),

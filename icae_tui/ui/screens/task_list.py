@@ -18,13 +18,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, Static
+from textual.widgets import Header, Input, Static
 
 from icae_tui.catalog import Catalog
 from icae_tui.catalog_search import Found, Size, TaskCard, TaskFinder
 from icae_tui.domain.task import Task
 from icae_tui.ui.keymap import keyed
 from icae_tui.ui.text import clip, safe
+from icae_tui.ui.widgets.footer import Footer
 from icae_tui.ui.widgets.task_filters import filters_text
 from icae_tui.ui.widgets.task_preview import TaskPreview
 from icae_tui.ui.widgets.task_table import Column, TaskTable

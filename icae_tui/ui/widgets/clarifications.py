@@ -1,9 +1,16 @@
 """The clarification pane: the run view's turns — each question and its answer, with who
 answered and from what, the simulated user's drafts (assisted mode), each switch of responder,
 the questions refused past the budget and, once the run is over, the interaction metrics.
+
+Questions are bounded by the budget (the ones past it are counted in one entry), but nothing
+bounds the operator's switches of responder: the pane shows the last SWITCHES_SHOWN of them
+(each one is a widget, and each widget makes every later layout of the pane dearer), and its
+first entry says how many earlier ones left it; the trace keeps a line for every switch.
 """
 
 from __future__ import annotations
+
+from collections import deque
 
 from rich.text import Text
 from textual.containers import VerticalScroll
@@ -15,6 +22,12 @@ from icae_tui.safe_text import printable
 from icae_tui.ui.text import segments, style_of
 
 SHORT_DRAFT = 160  # of a draft whose whole text is in the answer box
+SWITCHES_SHOWN = 20  # the latest switches of responder the pane shows
+
+
+def earlier_switches_text(count: int) -> Text:
+    switches = "switch" if count == 1 else "switches"
+    return Text(f"… {count:,} earlier {switches} of responder: the trace has them", "dim italic")
 
 
 def turn_text(turn: Turn, *, limit: int | None = None) -> Text:
@@ -36,8 +49,11 @@ class ClarificationPane(VerticalScroll):
         self.mode = ""
         self.turns: list[tuple[str, str]] = []  # (kind, plain text) for tests and copy
         self._shown: list[Turn] = []
-        self._statics: list[Static] = []
+        self._statics: list[Static | None] = []  # None: a switch that left the pane
         self._empty: Static | None = None
+        self._switches: deque[int] = deque()  # the switches shown (turn indices), oldest first
+        self.switches_gone = 0  # switches that left the pane
+        self._gone_note: Static | None = None
 
     def on_mount(self) -> None:
         if not self._shown:
@@ -78,7 +94,9 @@ class ClarificationPane(VerticalScroll):
             short = turn.kind == "draft" and turn.question_id == short_draft
             content = turn_text(turn, limit=SHORT_DRAFT if short else None)
             if i < len(self._shown):  # updated in place (the count past the budget)
-                self._statics[i].update(content)
+                shown = self._statics[i]
+                if shown is not None:
+                    shown.update(content)
                 self._shown[i] = turn
                 self.turns[i] = (turn.kind, content.plain)
                 continue
@@ -91,5 +109,23 @@ class ClarificationPane(VerticalScroll):
             self.turns.append((turn.kind, content.plain))
             self.mount(widget)
             added = True
+            if turn.kind == "switch":
+                self._switches.append(i)
+                if len(self._switches) > SWITCHES_SHOWN:
+                    self._forget_switch(self._switches.popleft())
         if added:
             self.call_after_refresh(self.scroll_end, animate=False)  # once the turn has a size
+
+    def _forget_switch(self, i: int) -> None:
+        """Take the switch of turn `i` out of the pane; the note at the top counts it."""
+        widget = self._statics[i]
+        self._statics[i] = None
+        if widget is not None:
+            widget.remove()
+        self.switches_gone += 1
+        note = earlier_switches_text(self.switches_gone)
+        if self._gone_note is None:
+            self._gone_note = Static(note, classes="turn switch gone")
+            self.mount(self._gone_note, before=0)
+        else:
+            self._gone_note.update(note)

@@ -175,7 +175,22 @@ class ResultsTable(DataTable[Text]):
             self._measure(new, [row for _, row in changed])
             if not self._fit():  # the same columns: only what changed is drawn
                 self._update(new, changed)
+            if new or changed:
+                self._forget_renders()
         self._titles()
+
+    def _forget_renders(self) -> None:
+        """Drop the rows and cells drawn before: DataTable keys every render it caches by
+        its count of changes, so after a change none of them is drawn again, yet its caches
+        (10,000 cells, 1,000 rows and lines) keep them until full: about 10 MiB of dead
+        renders while cases finish. (Its styles are not keyed so: they stay.)"""
+        for cache in (
+            self._cell_render_cache,
+            self._row_render_cache,
+            self._row_renderable_cache,
+            self._line_cache,
+        ):
+            cache.clear()
 
     def _update(self, new: list[CaseRow], changed: list[tuple[CaseRow, CaseRow]]) -> None:
         """New rows appended, finished ones updated in place, unless the query now selects

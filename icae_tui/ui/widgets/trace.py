@@ -11,7 +11,10 @@ Drawing: a `ScrollView` of rows. What is kept and shown is a `TraceBuffer`
 and how many rows each takes, at most MAX_ROWS rows; a row's text is cut from its line when it
 is drawn, so only the rows on screen are ever made, however long the lines. A flush sets the
 virtual size without a layout of the screen (a `Log` asks for one at each write, and measures
-its lines in a thread) and repaints only when what is in view changed.
+its lines in a thread) and repaints only when what is in view changed. Once lines are gone
+from the start (past the bounds, or skipped by the view when the trace fell behind), the first
+row says how many ("… N earlier lines not held here — e exports the whole trace"); the rest can
+be scrolled to as before.
 
 Wrapping: each line is split into rows of the widget's width (after a space near the row's
 end when there is one; continuation rows start with WRAP_INDENT), laid out again when the
@@ -63,7 +66,7 @@ from icae_tui.display.trace_filter import (
     wrap_spans,
 )
 from icae_tui.display.view import TRACE_KEEP, RunView, TraceLine
-from icae_tui.display.wording import LINE_LIMIT, PAUSED
+from icae_tui.display.wording import LINE_LIMIT, PAUSED, not_held_line
 from icae_tui.ui.keymap import keyed
 
 __all__ = [
@@ -126,28 +129,32 @@ def wrap(line: str, width: int) -> list[str]:
 
 
 class Rows(Sequence[str]):
-    """What the widget shows, a row at a time (made when asked for)."""
+    """What the widget shows, a row at a time (made when asked for): the note on the lines
+    not held, if any, then the buffer's rows."""
 
-    def __init__(self, buffer: TraceBuffer) -> None:
-        self.buffer = buffer
+    def __init__(self, trace: TraceLog) -> None:
+        self.trace = trace
 
     def __len__(self) -> int:
-        return self.buffer.row_count
+        return self.trace.row_count
 
     @overload
     def __getitem__(self, index: int) -> str: ...
     @overload
     def __getitem__(self, index: slice) -> list[str]: ...
     def __getitem__(self, index: int | slice) -> str | list[str]:
-        n = self.buffer.row_count
+        n = self.trace.row_count
         if isinstance(index, slice):
-            return [self.buffer.row(y).text for y in range(*index.indices(n))]
+            return [self.trace.row_text(y) for y in range(*index.indices(n))]
         if index < 0:
             index += n
-        return self.buffer.row(index).text
+        if not 0 <= index < n:
+            raise IndexError(index)
+        return self.trace.row_text(index)
 
     def __iter__(self) -> Iterator[str]:
-        return self.buffer.rows()
+        for y in range(self.trace.row_count):
+            yield self.trace.row_text(y)
 
 
 class TraceLog(ScrollView, can_focus=True):
@@ -207,13 +214,14 @@ class TraceLog(ScrollView, can_focus=True):
         self.view: RunView | None = None
         self.buffer = TraceBuffer(WRAPPER, max_lines=MAX_LINES, max_rows=MAX_ROWS)
         self._cursor = 0  # of the view's lines, how many were taken
+        self._skipped = 0  # of the view's lines, how many it no longer had when taken
         self._moving = False  # a scroll of our own, not the operator's
         self._strips: LRUCache[tuple[int, int], Strip] = LRUCache(STRIPS_CACHED)
         self._subtitle: object = None  # what the border's subtitle says, as last set
 
     def show(self, view: RunView) -> None:
         self.view = view
-        self._cursor = 0
+        self._cursor = self._skipped = 0
         self.buffer.clear()
         self._laid_out()
 
@@ -226,12 +234,28 @@ class TraceLog(ScrollView, can_focus=True):
 
     @property
     def rows(self) -> Sequence[str]:
-        """What the widget shows: the lines the filter shows, wrapped to its width."""
-        return Rows(self.buffer)
+        """What the widget shows: the lines the filter shows, wrapped to its width (after
+        the note on the lines not held, if any)."""
+        return Rows(self)
 
     @property
     def row_count(self) -> int:
-        return self.buffer.row_count
+        return self.buffer.row_count + self._head
+
+    @property
+    def not_held(self) -> int:
+        """Lines gone from the trace's start: past the bounds, or skipped by the view."""
+        return self.buffer.not_held + self._skipped
+
+    @property
+    def _head(self) -> int:
+        """Rows before the buffer's: the note on the lines not held (1), or none (0)."""
+        return 1 if self._skipped or self.buffer.not_held else 0
+
+    def row_text(self, y: int) -> str:
+        """The text of row `y` (of `row_count`)."""
+        head = self._head
+        return not_held_line(self.not_held) if y < head else self.buffer.row(y - head).text
 
     @property
     def pending(self) -> int:
@@ -246,7 +270,9 @@ class TraceLog(ScrollView, can_focus=True):
         """Take the lines gained since the last flush, in one go."""
         if self.view is None or self._cursor == self.view.trace_total:
             return
-        lines, self._cursor = self.view.trace_since(self._cursor)
+        lines, cursor = self.view.trace_since(self._cursor)
+        self._skipped += cursor - self._cursor - len(lines)  # the view no longer had them
+        self._cursor = cursor
         self.add(line for line in lines if line.kind not in SHOWN_ELSEWHERE)
 
     def add(self, lines: Iterable[TraceLine]) -> None:
@@ -255,19 +281,20 @@ class TraceLog(ScrollView, can_focus=True):
         width = self._row_width()
         if width != buffer.width and width:
             buffer.set_width(width)
-        before, top = buffer.row_count, round(self.scroll_y)
-        dropped = buffer.add(lines)
-        if buffer.row_count == before and not dropped:
+        before, top, head, gone = self.row_count, round(self.scroll_y), self._head, self.not_held
+        moved = buffer.add(lines)  # rows dropped at the top...
+        moved -= self._head - head  # ... less the note on them, when it first shows
+        if self.row_count == before and not moved and self.not_held == gone:
             return
         self._set_virtual_size()
         if self.auto_scroll:
             self._scroll_quietly(self.max_scroll_y)
             self.refresh()
-        elif dropped:
-            self._scroll_quietly(max(0, top - dropped))  # what is in view stays
+        elif moved:
+            self._scroll_quietly(max(0, top - moved))  # what is in view stays
             self.refresh()
-        elif before < top + self.scrollable_content_region.height:
-            self.refresh()  # the new rows are in view
+        elif before < top + self.scrollable_content_region.height or (self._head and top == 0):
+            self.refresh()  # the new rows, or the note, are in view
         if buffer.query:
             self._show_state()  # the count of hits
 
@@ -277,7 +304,7 @@ class TraceLog(ScrollView, can_focus=True):
     def _set_virtual_size(self) -> None:
         """The rows' extent, without a layout of the screen (what setting `virtual_size`
         would do): only the scrollbars and the scroll position follow."""
-        size = Size(max(self._row_width(), 0), self.buffer.row_count)
+        size = Size(max(self._row_width(), 0), self.row_count)
         if size != self.virtual_size:
             self.set_reactive(Widget.virtual_size, size)
             self._scroll_update(size)
@@ -291,7 +318,11 @@ class TraceLog(ScrollView, can_focus=True):
 
     def _top_seq(self) -> int | None:
         """The line at the top of the view, while paused (None: following)."""
-        return None if self.auto_scroll else self.buffer.seq_at(round(self.scroll_y))
+        return None if self.auto_scroll else self._seq_at(round(self.scroll_y))
+
+    def _seq_at(self, y: int) -> int | None:
+        """The seq of the line row `y` is part of (the note: the first line's)."""
+        return self.buffer.seq_at(max(0, y - self._head))
 
     def _laid_out(self, anchor: int | None = None) -> None:
         """The rows were numbered again (a new width, filter or view): to the end if
@@ -301,7 +332,7 @@ class TraceLog(ScrollView, can_focus=True):
         if self.auto_scroll:
             self._scroll_quietly(self.max_scroll_y)
         elif anchor is not None:
-            self._scroll_quietly(self.buffer.row_from(anchor))
+            self._scroll_quietly(self.buffer.row_from(anchor) + self._head)
         self.refresh()
         self._show_state()
 
@@ -323,40 +354,55 @@ class TraceLog(ScrollView, can_focus=True):
         row_y = scroll_y + y
         width = self.size.width
         style = self.rich_style
-        if not 0 <= row_y < self.buffer.row_count:
+        head = self._head
+        if not 0 <= row_y < self.buffer.row_count + head:
             return Strip.blank(width, style)
         selection = self.text_selection
-        key = (self.buffer.epoch, self.buffer.row_key(row_y))
-        strip = self._strips.get(key) if selection is None else None
-        if strip is None:
-            strip = self._render_row(row_y, style, selection)
-            if selection is None:
-                self._strips[key] = strip
+        if row_y < head:  # the note on the lines not held: one row, its count changing
+            strip = self._render_note(row_y, style, selection)
+        else:
+            key = (self.buffer.epoch, self.buffer.row_key(row_y - head))
+            strip = self._strips.get(key) if selection is None else None
+            if strip is None:
+                strip = self._render_row(row_y, style, selection)
+                if selection is None:
+                    self._strips[key] = strip
         return strip.crop_extend(scroll_x, scroll_x + width, style).apply_offsets(scroll_x, row_y)
 
     def _render_row(self, y: int, style: Style, selection: Selection | None) -> Strip:
         buffer = self.buffer
-        row = buffer.row(y)
+        row = buffer.row(y - self._head)
         marks: list[tuple[int, int, Style]] = []
         if buffer.query:
             name = "trace--match-current" if row.seq == buffer.current else "trace--match"
             mark = self.get_component_rich_style(name, partial=True)
             marks = [(a, b, mark) for a, b in buffer.marks(row)]
-        if selection is not None and (span := selection.get_span(y)) is not None:
-            a, b = span
-            chosen = self.screen.get_component_rich_style("screen--selection")
-            marks.append((a, len(row.text) if b == -1 else b, chosen))
-        return Strip(_segments(row.text, style, marks))
+        return Strip(_segments(row.text, style, marks + self._selected(y, row.text, selection)))
+
+    def _render_note(self, y: int, style: Style, selection: Selection | None) -> Strip:
+        text = self.row_text(y)
+        note = style + Style(dim=True, italic=True)
+        return Strip(_segments(text, note, self._selected(y, text, selection)))
+
+    def _selected(
+        self, y: int, text: str, selection: Selection | None
+    ) -> list[tuple[int, int, Style]]:
+        """The selection's mark on row `y`, if it is selected."""
+        if selection is None or (span := selection.get_span(y)) is None:
+            return []
+        a, b = span
+        chosen = self.screen.get_component_rich_style("screen--selection")
+        return [(a, len(text) if b == -1 else b, chosen)]
 
     def get_selection(self, selection: Selection) -> tuple[str, str] | None:
         """The text of the rows selected (continuation rows with their indent)."""
-        n = self.buffer.row_count
+        n = self.row_count
         if not n:
             return None
         start, end = selection
         y0 = min(max(start.y if start is not None else 0, 0), n - 1)
         y1 = min(max(end.y if end is not None else n - 1, y0), n - 1)
-        text = "\n".join(self.buffer.row(y).text for y in range(y0, y1 + 1))
+        text = "\n".join(self.row_text(y) for y in range(y0, y1 + 1))
         moved = Selection(
             None if start is None else Offset(start.x, start.y - y0),
             None if end is None else Offset(end.x, end.y - y0),
@@ -460,7 +506,7 @@ class TraceLog(ScrollView, can_focus=True):
             return None
         origin = None
         if b.current is None:  # from the top of the view
-            top = b.seq_at(round(self.scroll_y))
+            top = self._seq_at(round(self.scroll_y))
             origin = None if top is None else (top - 1 if forward else top)
         found = b.step(forward, origin)
         if found is None:
@@ -477,6 +523,7 @@ class TraceLog(ScrollView, can_focus=True):
         self.auto_scroll = False
         self._strips.clear()
         if y is not None:
+            y += self._head
             top, height = round(self.scroll_y), self.scrollable_content_region.height
             if not top <= y < top + height:
                 self._scroll_quietly(max(0, y - height // 3))
@@ -523,10 +570,9 @@ class TraceLog(ScrollView, can_focus=True):
             text, label = got[0], "the selection"
             count = text.count("\n") + 1
         else:
-            top = round(self.scroll_y)
-            lines = [
-                line.text for line in b.line_range(top, top + self.scrollable_content_region.height)
-            ]
+            top = round(self.scroll_y) - self._head  # of the buffer's rows (the note: -1)
+            bottom = top + self.scrollable_content_region.height
+            lines = [line.text for line in b.line_range(max(0, top), bottom)]
             text, label, count = "\n".join(lines), "the lines in view", len(lines)
         if not text:
             self.notify("Nothing to copy.")
