@@ -140,6 +140,34 @@ async def test_the_pane_shows_the_latest_switches_and_counts_the_earlier_ones(mi
         await screen.worker.wait()
 
 
+async def test_escape_leaves_the_answer_box_not_the_run(mini, store):
+    answers: list[str] = []
+
+    async def script(run: FakeRun):
+        run.emit(started("human"))
+        answers.append((await run.channel.ask(Q_UNKNOWN)).text)
+        return finish(run)
+
+    fake = FakeRun(mini, "human", script)
+    app = IcaeApp(catalog=Catalog(), store=store)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await start(app, pilot, fake)
+        await until(pilot, lambda: screen.awaiting == 1)
+        box = screen.answer_box
+        await pilot.press(*"half")
+        await pilot.press("escape")
+        await until(pilot, lambda: screen.trace.has_focus)
+        assert app.screen is screen  # no "cancel the run?" dialog
+        assert box.display and box.text == "half" and screen.awaiting == 1
+        assert screen.active_bindings["w"].binding.description == "Answer"
+        await pilot.press("w")  # back into the box, the text kept
+        await until(pilot, lambda: box.has_focus)
+        await pilot.press(*"way", "enter")
+        await until(pilot, lambda: screen.awaiting is None)
+        await drawn_to_the_end(pilot, screen)
+        assert fake.sent == [(1, "halfway")] and answers == ["halfway"]
+
+
 async def test_switching_to_simulated_hands_the_waiting_question_over(mini, store):
     answers: list[str] = []
 

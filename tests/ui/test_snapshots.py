@@ -276,11 +276,14 @@ def test_live_run_waits_for_the_answer(snap_compare, catalog, store, size):
 
 
 def test_confirm_leaving_a_live_run(snap_compare, catalog, store, size):
-    """Escape while the run waits: the dialog asking whether to cancel it and go back."""
+    """Escape while the run waits (the first leaves the answer box, the second the run): the
+    dialog asking whether to cancel it and go back, with its keys."""
     fake = human_waits(catalog.tasks["mini"])
 
     async def confirming(pilot) -> None:
         await waiting_for_the_answer(pilot, fake)
+        await pilot.press("escape")
+        await until(pilot, lambda: pilot.app.screen.trace.has_focus)
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(pilot.app.screen, ConfirmScreen))
 

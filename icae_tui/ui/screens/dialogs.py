@@ -38,6 +38,8 @@ class ConfirmScreen(ModalScreen[bool]):
             with Horizontal(id="confirm-buttons"):
                 yield Button(self.yes, variant="error", id="yes")
                 yield Button(self.no, variant="primary", id="no")
+            # The buttons alone hide that y / n answer at once (Enter presses the focused one).
+            yield Static(Text(f"y {self.yes} · n or Esc {self.no}"), id="confirm-keys")
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()

@@ -83,6 +83,7 @@ class RunScreen(Screen[None]):
         Binding("p", "pause('on')", "Pause agent", id="run.pause"),
         Binding("p", "pause('off')", "Resume agent", id="run.pause"),
         Binding("e", "export", "Export"),
+        Binding("w", "answer_box", "Answer"),  # back into the answer box once left
         # m cycles simulated → human → assisted; only the binding for the next mode is active,
         # so the footer reads "Responder ▸ <next>". ctrl+t does the same from anywhere; it is
         # listed in the footer while the answer box has the focus (where m would be typed).
@@ -479,6 +480,14 @@ class RunScreen(Screen[None]):
             self.notify(notice, title="Question")
         self._set_status(Text(status, "bold magenta"), about=q.question_id)
 
+    def on_answer_box_left(self, event: AnswerBox.Left) -> None:
+        event.stop()
+        self.trace.focus()
+        self.notify("Left the answer box; the question still waits — w goes back.")
+
+    def action_answer_box(self) -> None:
+        self.answer_box.focus()
+
     def on_answer_box_submitted(self, event: AnswerBox.Submitted) -> None:
         event.stop()
         q = self.waiting
@@ -606,6 +615,8 @@ class RunScreen(Screen[None]):
         if action == "pause":  # one binding per state: only the one that applies lives
             paused = self.view.agent_paused
             return self._can_pause() and parameters[0] == ("off" if paused else "on")
+        if action == "answer_box":  # a question waits in the box, and the focus is elsewhere
+            return self.is_attached and self.answer_box.display and not self._typing()
         if action == "follow":  # one binding per state: only the one to leave it lives
             following = self._trace.following if self._trace is not None else True
             return parameters[0] == ("off" if following else "on")

@@ -14,6 +14,7 @@ from textual.widgets import TextArea
 
 from icae_tui.display.wording import draft_source
 from icae_tui.domain.events import QuestionAsked
+from icae_tui.ui.keymap import keyed
 
 NEWLINE_KEYS = ("ctrl+j", "shift+enter")
 KEYS = "⏎ send · ^j new line · ^l clear"
@@ -23,7 +24,22 @@ class AnswerBox(TextArea):
     BINDINGS = [
         Binding("ctrl+l", "clear", "Clear"),
         Binding("ctrl+r", "restore_draft", "Restore draft"),
+        # Escape leaves the box, as it leaves an input in k9s or lazygit; leaving the run
+        # from inside the box would be one key away from a cancel dialog mid-answer.
+        Binding("escape", "leave", "Leave box"),
     ]
+    BINDINGS = keyed("answer", BINDINGS)  # action ids for keymap.toml (ui/keymap.py)
+
+    class Left(Message):
+        """The operator pressed Escape in the box: the screen decides where focus goes."""
+
+        def __init__(self, box: AnswerBox) -> None:
+            super().__init__()
+            self.box = box
+
+        @property
+        def control(self) -> AnswerBox:
+            return self.box
 
     class Submitted(Message):
         def __init__(self, box: AnswerBox, text: str) -> None:
@@ -68,6 +84,9 @@ class AnswerBox(TextArea):
             f"waiting for your answer to Q{qid} (box on the right)",
             f"The agent asks Q{qid} — type your answer.",
         )
+
+    def action_leave(self) -> None:
+        self.post_message(self.Left(self))
 
     def forget(self) -> None:
         """The question is answered or given up: its text goes."""
