@@ -140,15 +140,20 @@ async def test_the_pane_shows_the_latest_switches_and_counts_the_earlier_ones(mi
         await screen.worker.wait()
 
 
-async def test_escape_leaves_the_answer_box_not_the_run(mini, store):
-    answers: list[str] = []
+def one_question_for_a_human(answers: list[str]):
+    """A run's script: started with the human answering, one question, its answer kept."""
 
     async def script(run: FakeRun):
         run.emit(started("human"))
         answers.append((await run.channel.ask(Q_UNKNOWN)).text)
         return finish(run)
 
-    fake = FakeRun(mini, "human", script)
+    return script
+
+
+async def test_escape_leaves_the_answer_box_not_the_run(mini, store):
+    answers: list[str] = []
+    fake = FakeRun(mini, "human", one_question_for_a_human(answers))
     app = IcaeApp(catalog=Catalog(), store=store)
     async with app.run_test(size=(160, 45)) as pilot:
         screen = await start(app, pilot, fake)
@@ -170,13 +175,7 @@ async def test_escape_leaves_the_answer_box_not_the_run(mini, store):
 
 async def test_switching_to_simulated_hands_the_waiting_question_over(mini, store):
     answers: list[str] = []
-
-    async def script(run: FakeRun):
-        run.emit(started("human"))
-        answers.append((await run.channel.ask(Q_UNKNOWN)).text)
-        return finish(run)
-
-    fake = FakeRun(mini, "human", script)
+    fake = FakeRun(mini, "human", one_question_for_a_human(answers))
     app = IcaeApp(catalog=Catalog(), store=store)
     async with app.run_test(size=(160, 45)) as pilot:
         screen = await start(app, pilot, fake)
