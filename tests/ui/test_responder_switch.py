@@ -151,13 +151,19 @@ def one_question_for_a_human(answers: list[str]):
     return script
 
 
+async def waiting_for_the_human(app: IcaeApp, pilot, fake: FakeRun) -> RunScreen:
+    """The run screen of `fake`, once its first question waits for the operator."""
+    screen = await start(app, pilot, fake)
+    await until(pilot, lambda: screen.awaiting == 1)
+    return screen
+
+
 async def test_escape_leaves_the_answer_box_not_the_run(mini, store):
     answers: list[str] = []
     fake = FakeRun(mini, "human", one_question_for_a_human(answers))
     app = IcaeApp(catalog=Catalog(), store=store)
     async with app.run_test(size=(160, 45)) as pilot:
-        screen = await start(app, pilot, fake)
-        await until(pilot, lambda: screen.awaiting == 1)
+        screen = await waiting_for_the_human(app, pilot, fake)
         box = screen.answer_box
         await pilot.press(*"half")
         await pilot.press("escape")
@@ -178,8 +184,7 @@ async def test_switching_to_simulated_hands_the_waiting_question_over(mini, stor
     fake = FakeRun(mini, "human", one_question_for_a_human(answers))
     app = IcaeApp(catalog=Catalog(), store=store)
     async with app.run_test(size=(160, 45)) as pilot:
-        screen = await start(app, pilot, fake)
-        await until(pilot, lambda: screen.awaiting == 1)
+        screen = await waiting_for_the_human(app, pilot, fake)
         box = screen.answer_box
         assert box.display and box.has_focus and box.text == ""
         assert "Answer Q1 · human" in str(box.border_title)

@@ -20,6 +20,18 @@ NEWLINE_KEYS = ("ctrl+j", "shift+enter")
 KEYS = "⏎ send · ^j new line · ^l clear"
 
 
+class BoxMessage(Message):
+    """A message from the answer box, which it names as its control."""
+
+    def __init__(self, box: AnswerBox) -> None:
+        super().__init__()
+        self.box = box
+
+    @property
+    def control(self) -> AnswerBox:
+        return self.box
+
+
 class AnswerBox(TextArea):
     BINDINGS = [
         Binding("ctrl+l", "clear", "Clear"),
@@ -30,26 +42,13 @@ class AnswerBox(TextArea):
     ]
     BINDINGS = keyed("answer", BINDINGS)  # action ids for keymap.toml (ui/keymap.py)
 
-    class Left(Message):
+    class Left(BoxMessage):
         """The operator pressed Escape in the box: the screen decides where focus goes."""
 
-        def __init__(self, box: AnswerBox) -> None:
-            super().__init__()
-            self.box = box
-
-        @property
-        def control(self) -> AnswerBox:
-            return self.box
-
-    class Submitted(Message):
+    class Submitted(BoxMessage):
         def __init__(self, box: AnswerBox, text: str) -> None:
-            super().__init__()
-            self.box = box
+            super().__init__(box)
             self.text = text
-
-        @property
-        def control(self) -> AnswerBox:
-            return self.box
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(soft_wrap=True, tab_behavior="focus", **kwargs)  # type: ignore[arg-type]
