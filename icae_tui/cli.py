@@ -46,6 +46,19 @@ def _catalog(args: argparse.Namespace) -> Catalog:
     return load_catalog(Path(args.tasks) if args.tasks else None)
 
 
+def _agent_files(args: argparse.Namespace) -> list[Path] | None:
+    """The `--agents` files; None after one line naming the first that cannot be read or is
+    not TOML (`FILE:LINE: message`): a file named on the command line is never skipped."""
+    from icae_tui.agents.config import file_error
+
+    paths = [Path(f) for f in args.agents or ()]
+    for path in paths:
+        if (err := file_error(path)) is not None:
+            print(printable(str(err), limit=500), file=sys.stderr)
+            return None
+    return paths
+
+
 def _print_errors(catalog: Catalog) -> None:
     for err in catalog.errors:
         print(f"task error: {printable(str(err))}", file=sys.stderr)
@@ -149,6 +162,7 @@ def cmd_images(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from icae_tui.agents.registry import check_agent
     from icae_tui.headless import run_headless
     from icae_tui.report import write_report
     from icae_tui.run import RunConfig
@@ -160,7 +174,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         known = ", ".join(catalog.tasks) or "none"
         print(f"error: unknown task {args.task!r} (known: {known})", file=sys.stderr)
         return 2
-    store = RunStore(Path(args.home) / "runs.db" if args.home else None)
+    if (agent_files := _agent_files(args)) is None:
+        return 2
+    # Before the store: a mistyped agent is the operator's error, not a failed run.
+    if why := check_agent(args.agent, task, agent_files):
+        print(f"error: {printable(why, limit=500)}", file=sys.stderr)
+        return 2
     user_model = None
     if args.user_model:
         from icae_tui.users.model_user import ModelConfig
@@ -173,6 +192,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             return 2
         key = os.environ.get(args.user_api_key_env, "not-needed")
         user_model = ModelConfig(model=args.user_model, base_url=args.user_base_url, api_key=key)
+    store = RunStore(Path(args.home) / "runs.db" if args.home else None)
     config = RunConfig(
         task=task,
         agent=args.agent,
@@ -182,7 +202,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         budget=args.budget,
         pace_s=args.pace,
         concurrency=args.concurrency,
-        agent_files=tuple(Path(f) for f in args.agents or ()),
+        agent_files=tuple(agent_files),
         model_replay=args.model_replay,
         icae_wire=args.icae_wire,
     )
@@ -252,7 +272,9 @@ def cmd_agents(args: argparse.Namespace) -> int:
     from icae_tui.agents.config import AgentState, CommandAgentConfig
     from icae_tui.agents.registry import configured_agents
 
-    config = configured_agents([Path(f) for f in args.agents or ()])
+    if (agent_files := _agent_files(args)) is None:
+        return 2
+    config = configured_agents(agent_files)
     ready = 0
     if config.agents:
         print(f"{'NAME':<22} {'KIND':<8} {'MODEL @ ENDPOINT / COMMAND':<44} {'STATE':<34} FROM")
@@ -282,9 +304,10 @@ def cmd_agents(args: argparse.Namespace) -> int:
 def cmd_console(args: argparse.Namespace) -> int:
     from icae_tui.ui.app import IcaeApp
 
+    if (agent_files := _agent_files(args)) is None:
+        return 2
     store = RunStore(Path(args.home) / "runs.db" if args.home else None)
     store.mark_interrupted()  # history must not show dead runs as running
-    agent_files = [Path(f) for f in args.agents or ()]
     IcaeApp(catalog=_catalog(args), store=store, pace_s=args.pace, agent_files=agent_files).run()
     return 0
 
@@ -319,6 +342,8 @@ def _replayed(args: argparse.Namespace, store: RunStore) -> tuple[list, str] | N
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """A stored run or a recording replayed at its pace: in the console, or printed."""
+    if (agent_files := _agent_files(args)) is None:
+        return 2
     store = RunStore(Path(args.home) / "runs.db" if args.home else None)
     replayed = _replayed(args, store)
     if replayed is None:
@@ -341,7 +366,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
     def opened(app: IcaeApp) -> None:
         open_replay(app, events, speed=args.speed, label=label, artifacts=artifacts)
 
-    agent_files = [Path(f) for f in args.agents or ()]
     replay_console(IcaeApp, opened, catalog=_catalog(args), store=store, pace_s=args.pace,
                    agent_files=agent_files).run()  # fmt: skip
     return 0
@@ -351,14 +375,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """The console in a web browser: each page session runs `icae` with these options."""
     from icae_tui.ui.serve import serve
 
+    if (agent_files := _agent_files(args)) is None:
+        return 2
     passed: list[str] = []
     for flag, folder in (("--tasks", args.tasks), ("--home", args.home)):
         if folder is not None:
             passed += [flag, str(Path(folder).resolve())]
     if args.pace is not None:
         passed += ["--pace", str(args.pace)]
-    for path in args.agents or ():
-        passed += ["--agents", str(Path(path).resolve())]
+    for path in agent_files:
+        passed += ["--agents", str(path.resolve())]
     print(f"serving the console at http://{args.host}:{args.port} (ctrl+c stops)", flush=True)
     serve(passed, host=args.host, port=args.port, public_url=args.public_url)
     return 0

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from icae_tui.domain.events import Event, parse_event
+from icae_tui.safe_text import lines as text_lines
 
 FOLDER = "recordings"
 
@@ -39,7 +40,7 @@ def load(path: Path) -> list[Event]:
     """The recording's events; a broken line is an error naming the file and line."""
     events = []
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = text_lines(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as err:
         raise RecordingError(f"{path}: cannot read: {err}") from None
     for number, line in enumerate(lines, 1):

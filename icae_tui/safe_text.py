@@ -26,6 +26,16 @@ def printable(text: str, *, keep_newlines: bool = False, limit: int | None = Non
     return safe
 
 
+def lines(text: str) -> list[str]:
+    """`text`'s lines, as `str.splitlines()` gives them but split at "\\n" only (a "\\r"
+    before it dropped): splitlines() also ends a line at U+2028, \\x0b, \\x1c…, so an excerpt
+    of untrusted text would lose part of its own line. printable() shows those instead."""
+    parts = text.split("\n")
+    if parts[-1] == "":
+        parts.pop()  # a final newline ends the last line; it starts none
+    return [part.removesuffix("\r") for part in parts]
+
+
 def decode(data: bytes) -> str:
     """Bytes from a container as text; invalid UTF-8 becomes U+FFFD, never an exception."""
     return data.decode("utf-8", errors="replace")

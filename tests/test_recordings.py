@@ -9,7 +9,8 @@ import pytest
 
 from icae_tui import recordings
 from icae_tui.display.view import RunView
-from icae_tui.domain.events import RunFinished
+from icae_tui.domain.events import AgentOutput, RunFinished
+from icae_tui.domain.states import Stream
 
 TASKS = Path(__file__).resolve().parent.parent / "tasks"
 
@@ -32,3 +33,14 @@ def test_a_broken_recording_names_file_and_line(tmp_path):
     path.write_text(recordings.dump(good[:2]) + '{"kind": "nonsense"}\n')
     with pytest.raises(recordings.RecordingError, match=r"r\.jsonl:3: not a run event"):
         recordings.load(path)
+
+
+def test_a_line_separator_in_an_event_is_no_line_break(tmp_path):
+    """JSON keeps U+2028 raw: a reader that splits lines as str.splitlines() does would cut
+    the event in two."""
+    events = recordings.load(next((TASKS / "semver" / "recordings").glob("*.jsonl")))
+    said = AgentOutput(run_id=events[0].run_id, seq=999, stream=Stream.STDOUT,
+                       text="real\u2028injected\u2029end")  # fmt: skip
+    path = tmp_path / "r.jsonl"
+    path.write_text(recordings.dump([*events[:2], said]))
+    assert recordings.load(path)[-1] == said

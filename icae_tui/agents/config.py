@@ -318,10 +318,7 @@ def parse_text(path: Path, text: str, into: AgentConfig) -> None:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        m = re.search(r"\(at line (\d+), column \d+\)", str(err))
-        into.errors.append(
-            ConfigError(path, int(m.group(1)) if m else None, None, f"invalid TOML: {err}")
-        )
+        into.errors.append(_toml_error(path, err))
         return
     lines = key_lines(text)
     for key in data:
@@ -360,6 +357,12 @@ def parse_text(path: Path, text: str, into: AgentConfig) -> None:
         else:
             into.agents[name] = AgentEntry(name, settings, path, locate(lines, entry_path))
             into.raw[name] = raw
+
+
+def _toml_error(path: Path, err: tomllib.TOMLDecodeError) -> ConfigError:
+    """`file:line: invalid TOML: …`: tomllib puts the position in its message only."""
+    m = re.search(r"\(at line (\d+), column \d+\)", str(err))
+    return ConfigError(path, int(m.group(1)) if m else None, None, f"invalid TOML: {err}")
 
 
 def _extended(raw: Any, known: Mapping[str, dict[str, Any]]) -> tuple[Any, list[tuple[tuple, str]]]:
@@ -410,6 +413,21 @@ def load_files(paths: Sequence[Path], *, optional: Sequence[Path] = ()) -> Agent
         config.files.append(path)
         parse_text(path, text, config)
     return config
+
+
+def file_error(path: Path) -> ConfigError | None:
+    """Why `path` cannot be an agents file at all (missing, unreadable, not UTF-8, not TOML),
+    or None. A file the operator named stops the command on this; broken entries in a valid
+    file do not (`load_files` reports them and the other entries still load)."""
+    try:
+        tomllib.loads(path.read_bytes().decode("utf-8"))
+    except OSError as err:
+        return ConfigError(path, None, None, f"cannot read: {err.strerror or err}")
+    except UnicodeDecodeError as err:
+        return ConfigError(path, None, None, f"cannot read: {err}")
+    except tomllib.TOMLDecodeError as err:
+        return _toml_error(path, err)
+    return None
 
 
 def load_agent_config(

@@ -13,6 +13,7 @@ import aiohttp
 from icae_tui.agents.base import OnDelta
 from icae_tui.domain.agent import AgentStop
 from icae_tui.domain.states import StopReason
+from icae_tui.safe_text import lines as text_lines
 
 URL = "http://gateway/v1/chat/completions"  # the host part is ignored on a Unix socket
 
@@ -81,7 +82,7 @@ async def _assemble(resp: aiohttp.ClientResponse, on_delta: OnDelta) -> dict[str
         pending += chunk
         *events, pending = pending.replace(b"\r\n", b"\n").split(b"\n\n")
         for event in events:
-            for line in event.decode("utf-8", "replace").splitlines():
+            for line in text_lines(event.decode("utf-8", "replace")):
                 if not line.startswith("data:"):
                     continue
                 payload = line[5:].strip()

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from icae_tui.display.wording import Seg, count, money
 from icae_tui.domain.events import ModelCallMade
+from icae_tui.safe_text import lines as text_lines
 from icae_tui.safe_text import printable
 
 if TYPE_CHECKING:
@@ -172,7 +173,7 @@ def _sse_reply(body: str) -> tuple[str, list[str], str] | None:
     tools: dict[int, list[str]] = {}
     finish = ""
     seen = 0
-    for line in body.splitlines():
+    for line in text_lines(body):
         if not line.startswith("data:") or seen >= SSE_EVENTS:
             continue
         payload = line[5:].strip()

@@ -10,7 +10,7 @@ import difflib
 from dataclasses import dataclass
 from enum import StrEnum
 
-from icae_tui.safe_text import printable
+from icae_tui.safe_text import lines, printable
 
 MAX_LINES = 2000
 MAX_LINE_CHARS = 400
@@ -48,7 +48,7 @@ class Diff:
 
 
 def _lines(text: str) -> list[str]:
-    return [printable(line, limit=MAX_LINE_CHARS) for line in text.splitlines()]
+    return [printable(line, limit=MAX_LINE_CHARS) for line in lines(text)]
 
 
 def _inline(a: str, b: str) -> tuple[tuple[Span, ...], tuple[Span, ...]]:

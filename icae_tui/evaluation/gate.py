@@ -132,6 +132,12 @@ async def build_gate(
     elif res.timed_out:
         reason = "build gate timed out"
     else:
-        last = (err.strip() or out.strip() or "no output").splitlines()[-1][:200]
-        reason = f"build failed (exit {res.exit_code}): {last}"
+        reason = failed_build_reason(res.exit_code, out, err)
     return BuildChecked(ok=ok, exit_code=res.exit_code, reason=reason, stdout=out, stderr=err)
+
+
+def failed_build_reason(exit_code: int | None, out: str, err: str) -> str:
+    """The exit code and the last line of stderr (else stdout): split at "\\n" only, since
+    splitlines() would let a U+2028 in the build's output hide the start of that line."""
+    last = (err.strip() or out.strip() or "no output").split("\n")[-1][:200]
+    return f"build failed (exit {exit_code}): {last}"

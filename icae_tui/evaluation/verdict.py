@@ -248,7 +248,8 @@ def _ladder(task: Task, ref: CaseRef, oracle: SideOutcome, delivery: SideOutcome
         crashed = code is not None and (code >= 126 or code < 0)
         reason = f"exit code {code}, oracle {o.exit_code}"
         if d.stderr.strip():
-            reason += f"; stderr: {d.stderr.strip().splitlines()[-1][:120]}"
+            last = d.stderr.strip().split("\n")[-1]  # not splitlines(): U+2028 ends no line
+            reason += f"; stderr: {last[:120]}"
         return result(Verdict.RUNTIME_ERROR if crashed else Verdict.WRONG_ANSWER, reason, **flags)
     if not sp:
         return result(Verdict.SIDE_EFFECTS, effects_reason(o, d), **flags)

@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
+from icae_tui.safe_text import lines as text_lines
+
 BODY_CAP = 256 * 1024  # characters kept of each request/response body in a ModelCall
 
 CallKind = Literal["ok", "agent_error", "infra", "limit", "replay_divergence"]
@@ -156,7 +158,7 @@ def load_calls(text: str | bytes) -> list[ModelCall]:
         text = text.decode("utf-8")
     if text.lstrip().startswith("["):
         return _CALLS.validate_json(text)
-    lines = [line for line in text.splitlines() if line.strip()]
+    lines = [line for line in text_lines(text) if line.strip()]
     calls = []
     for i, line in enumerate(lines, 1):
         try:

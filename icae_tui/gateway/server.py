@@ -49,6 +49,7 @@ from icae_tui.gateway.upstream import (
     UpstreamResponse,
     UpstreamUnreachable,
 )
+from icae_tui.safe_text import lines as text_lines
 
 SOCKET_NAME = "model.sock"
 FOLDER_PREFIX = "icae-model-"  # then `<owner pid>-`, as the clarification socket's folder
@@ -506,7 +507,7 @@ def _sse_json(event: str) -> list[Any]:
     """The JSON data of one SSE event (each data line alone, as chat servers send one a line;
     `[DONE]` and anything not JSON left out)."""
     found = []
-    for line in event.splitlines():
+    for line in text_lines(event):
         if not line.startswith("data:"):
             continue
         payload = line[5:].strip()

@@ -156,6 +156,7 @@ def test_the_console_command_plumbs_agents_files(monkeypatch, tmp_path, agents_f
     opened: list[IcaeApp] = []
     monkeypatch.setattr(IcaeApp, "run", lambda self, *a, **k: opened.append(self))
     other = tmp_path / "more.toml"
+    other.write_text("")  # a missing file would stop the command (tests/test_cli_options.py)
     argv = ["--home", str(tmp_path / "home"), "--agents", str(agents_file),
             "--agents", str(other), "console"]  # fmt: skip
     assert cli.main(argv) == 0

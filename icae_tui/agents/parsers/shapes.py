@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from icae_tui.safe_text import printable
+from icae_tui.safe_text import lines, printable
 
 MAX_TEXT_CHARS = 64 * 1024  # of one event's text: one line cannot blow up the store
 MAX_PATH_CHARS = 4096  # PATH_MAX
@@ -88,7 +88,7 @@ def summary(value: Any) -> str:
 
 def first_line(text: str) -> str:
     """The first non-blank line, short and printable: for `AgentEnd.detail`."""
-    return _short(next((ln.strip() for ln in text[:MAX_TEXT_CHARS].splitlines() if ln.strip()), ""))
+    return _short(next((ln.strip() for ln in lines(text[:MAX_TEXT_CHARS]) if ln.strip()), ""))
 
 
 def _short(text: str) -> str:
