@@ -7,12 +7,20 @@ Two sources, one result:
   paths computed inside the container.
 Engine noise and the task's ignore globs are filtered; paths inside the work directory are
 reported relative to it, the rest absolute.
+
+Names are bytes: what is stored, shown and compared is their `text_form`, which tells any
+two apart (the byte 0xff is `\\xff`, the four characters `\\xff` are `\\\\xff`) and holds
+no control character (a newline is `\\x0a`: a path in a one-line reason stays one line).
+The ignore globs match the raw name (as `os` gives it: a byte that is not UTF-8 is one
+surrogate character, which `*` and `?` match like any other), never the escaped text: a
+glob's `\\` is a real backslash, and `*.log` ignores `bad\\xff.log` whatever its bytes.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import hashlib
+import re
 from collections.abc import Iterable
 
 from icae_tui.domain.results import FileChange
@@ -68,6 +76,7 @@ def layer_diff(
 
 
 def _ignored(path: str, ignore: Iterable[str]) -> bool:
+    """On the raw container path (see the module's note on names)."""
     return path in ENGINE_NOISE or any(fnmatch.fnmatchcase(path, g) for g in ignore)
 
 
@@ -104,10 +113,24 @@ def changes_digest(changes: Iterable[FileChange]) -> str:
     return _digest((c.path, c.change, c.type, c.sha256, c.target) for c in changes)
 
 
-def _readable(name: str) -> str:
-    """A file name as text: bytes that are not UTF-8 (surrogate-escaped by `os`) become
-    `\\xNN`, the same on both sides, so such a name can be stored, shown and compared."""
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+# Characters that end or move a line on a terminal: escaped in a stored name, so a path in
+# a one-line reason stays one line (a name `x\nPASS …` cannot forge a trace line).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _escape_control(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}"
+
+
+def text_form(name: str) -> str:
+    """A file name (or link target) as `os` gives it, as text that names it alone: a
+    backslash becomes `\\\\`, each byte that is not UTF-8 (a surrogate escape) `\\xNN`
+    (NN ≥ 80), a control character `\\xNN` (NN < 80) or `\\uNNNN` (C1, U+2028, U+2029).
+    So a single backslash always starts an escape, and two different names never give the
+    same text (without the first rule the name `bad\\xff` and the byte 0xff would)."""
+    text = _CONTROL.sub(_escape_control, name.replace("\\", "\\\\"))
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def to_file_changes(
@@ -123,11 +146,11 @@ def to_file_changes(
             continue
         deleted = kind == "deleted"
         rows.append((
-            _readable(_display_path(path, workdir)),
+            text_form(_display_path(path, workdir)),
             kind,
             etype if etype in ("file", "dir", "link") else "other",
             "" if deleted or etype == "dir" else digest,
-            "" if deleted else _readable(target),
+            "" if deleted else text_form(target),
             0 if deleted else size,
         ))  # fmt: skip
     # work-directory paths (relative) before absolute ones, then by path

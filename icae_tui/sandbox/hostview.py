@@ -12,7 +12,9 @@ one component at a time, relative to the directory before it, with O_NOFOLLOW. A
 inside the container's root that must follow links (the work directory may be one in the
 image) resolves them the way the container does, never above its root. Files are hashed
 up to HASH_CAP bytes each and WALK_HASH_BUDGET bytes per walk, so a huge file costs at most
-a bounded read (see `_hash_at` for what the digest then names).
+a bounded read (see `_hash_at` for what the digest then names). A walk goes as deep as the
+tree does, holding at most two directories open; it is bounded by the entries it records
+(MAX_ENTRIES) and past that says so in one marker entry (`cut_marker`).
 
 With a remote engine none of this exists; `HostView.probe` returns None and callers fall
 back to the engine's `/changes` plus an in-container manifest.
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import heapq
 import os
 import stat
 from dataclasses import dataclass, field
@@ -40,9 +43,17 @@ HASH_CAP = 16 * 1024 * 1024
 # Bytes hashed per walk; files past it are named by size only. A byte budget, not a time
 # budget: the digest of a file must not depend on how loaded the machine was.
 WALK_HASH_BUDGET = 1024 * 1024 * 1024
-# Directories deeper than this below a walk's root are listed but not entered.
-MAX_DEPTH = 96
+# A walk has no depth limit (a file 10⁴ levels down is seen); what bounds its cost is the
+# entries it records and the characters of their paths (a chain of d directories has paths
+# of ~d²/2 characters in all). Past either bound the walk stops, in its deterministic
+# order, and one marker entry says so (see `cut_marker`).
+MAX_ENTRIES = 200_000
+MAX_PATH_CHARS = 64 * 1024 * 1024
 MAX_LINKS = 40  # like the kernel's limit on links followed in one lookup
+# Directories one `open_in_root` holds open (one per level, to go back up on `..`): a
+# deeper path (links can expand one to ~40 × 2048 components) is refused rather than let
+# it exhaust the process's descriptors.
+MAX_LOOKUP_DEPTH = 256
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
@@ -258,6 +269,8 @@ def open_in_root(root_fd: int, path: str) -> int:
                 todo[:0] = [p for p in target.split("/") if p and p != "."]
                 continue
             stack.append(fd)
+            if len(stack) > MAX_LOOKUP_DEPTH + 1:  # the root, then one per level
+                raise OSError(errno.ENAMETOOLONG, "too deep a lookup", path)
         return os.dup(stack[-1])
     finally:
         for fd in stack:
@@ -280,52 +293,74 @@ def lower_lookup(lowers: tuple[Path, ...], path: str, budget: Budget) -> Entry |
     parts = [p for p in path.split("/") if p and p != "."]
     if not parts or ".." in parts:
         return None
-    opened: list[int] = []
+    # Only two levels are open at a time (one directory per layer each): a deep path in the
+    # image costs time, never one descriptor per level.
+    level = _open_layers(lowers)
     try:
-        level: list[int] = []
+        for i, name in enumerate(parts):
+            last = i == len(parts) - 1
+            top, below = _merged_step(level, name, enter=not last)
+            if top is not None and last:
+                return _state_at(top[0], name, top[1], budget, overlay=True)[0]
+            _close_all(level)
+            level = below
+            if top is None or not stat.S_ISDIR(top[1].st_mode):
+                return None
+        return None
+    finally:
+        _close_all(level)
+
+
+def _open_layers(lowers: tuple[Path, ...]) -> list[int]:
+    level: list[int] = []
+    try:
         for lower in lowers:
             try:
                 level.append(os.open(lower, _DIR_FLAGS))
             except OSError:
                 continue
-            opened.append(level[-1])
-        for i, name in enumerate(parts):
-            last = i == len(parts) - 1
-            top: tuple[int, os.stat_result] | None = None
-            below: list[int] = []  # directories merged under this name
-            for dfd in level:
-                try:
-                    st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
-                except OSError:
-                    continue
-                if _is_whiteout(st):
-                    break
-                if top is None:
-                    top = (dfd, st)
-                if not stat.S_ISDIR(st.st_mode):
-                    break
-                if last:
-                    break  # only the topmost directory's own mode matters
-                try:
-                    sub = os.open(name, _DIR_FLAGS, dir_fd=dfd)
-                except OSError:
-                    break
-                opened.append(sub)
-                below.append(sub)
-                if _opaque(sub):
-                    break
+    except BaseException:
+        _close_all(level)
+        raise
+    return level
+
+
+def _merged_step(
+    level: list[int], name: str, *, enter: bool
+) -> tuple[tuple[int, os.stat_result] | None, list[int]]:
+    """`name` in the merged directories `level` (top layer first): the topmost entry (its
+    directory descriptor and lstat), and with `enter` the directories merged under it."""
+    top: tuple[int, os.stat_result] | None = None
+    below: list[int] = []
+    try:
+        for dfd in level:
+            try:
+                st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            except OSError:
+                continue
+            if _is_whiteout(st):
+                break
             if top is None:
-                return None
-            dfd, st = top
-            if last:
-                return _state_at(dfd, name, st, budget, overlay=True)[0]
-            if not stat.S_ISDIR(st.st_mode):
-                return None
-            level = below
-        return None
-    finally:
-        for fd in opened:
-            os.close(fd)
+                top = (dfd, st)
+            if not stat.S_ISDIR(st.st_mode) or not enter:
+                break  # a non-directory hides what is below; else only the top's mode matters
+            try:
+                sub = os.open(name, _DIR_FLAGS, dir_fd=dfd)
+            except OSError:
+                break
+            below.append(sub)
+            if _opaque(sub):
+                break
+    except BaseException:
+        _close_all(below)
+        raise
+    return top, below
+
+
+def _close_all(fds: list[int]) -> None:
+    for fd in fds:
+        os.close(fd)
+    fds.clear()
 
 
 # --- walks ------------------------------------------------------------------------------
@@ -361,58 +396,169 @@ def walk_states(
         top = os.open(root, _DIR_FLAGS)
     out: dict[str, State] = {}
     base = prefix.rstrip("/")
+    walk = _Walk(out, Budget(), overlay=overlay, skip=skip)
     try:
         if include_root:
             out[prefix] = _dir_state(top, os.fstat(top), overlay)
-        _walk(top, base, out, Budget(), overlay=overlay, skip=skip, depth=0)
+        walk.run(top, base)
     finally:
         os.close(top)
+    if walk.cut:
+        out[cut_marker(base, walk.cut)] = (("other", 0, 0, walk.cut, ""), 0, 0, 0)
     return out
 
 
-def _walk(
-    dfd: int,
-    base: str,
-    out: dict[str, State],
-    budget: Budget,
-    *,
-    overlay: bool,
-    skip: frozenset[str],
-    depth: int,
-) -> None:
-    try:
-        names = sorted(os.listdir(dfd))
-    except OSError:
-        return
-    for name in names:
-        path = f"{base}/{name}"
+def cut_marker(base: str, why: str) -> str:
+    """The path of the entry that says a walk below `base` stopped early, and why. Its entry
+    (type `other`, digest `why`) is one no real file has, so a cut side always differs from
+    one that was not cut, and the stored changes name it."""
+    return f"{base}/<{why}>"
+
+
+@dataclass
+class _Dir:
+    """A directory being walked: its path, identity, and subdirectories still to enter
+    (with their lstat), smallest name last."""
+
+    path: str
+    identity: tuple[int, int]
+    todo: list[tuple[str, os.stat_result]]
+
+
+class _Walk:
+    """One walk, depth first in sorted order, without recursion and with at most two
+    directories open below the root: a directory is listed (its other entries recorded),
+    left, and reopened through `..` (checked to be the same directory) to enter its next
+    subdirectory. Entries are reserved when their directory is listed: a listing that does
+    not fit in what is left ends the walk, so the same tree always keeps the same entries."""
+
+    def __init__(
+        self, out: dict[str, State], budget: Budget, *, overlay: bool, skip: frozenset[str]
+    ) -> None:
+        self.out = out
+        self.budget = budget
+        self.overlay = overlay
+        self.skip = skip
+        self.entries_left = MAX_ENTRIES
+        self.chars_left = MAX_PATH_CHARS
+        self.kept = 0
+        self.cut = ""  # why the walk stopped early, if it did
+
+    def run(self, top: int, base: str) -> None:
+        stack = [_Dir(base, dir_identity(top), self._list(top, base))]
+        cur = top  # the directory of stack[-1]
         try:
-            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            while stack and not self.cut:
+                here = stack[-1]
+                if not here.todo:
+                    stack.pop()
+                    if stack:
+                        child, cur = cur, top  # _up closes it, whatever happens
+                        cur = self._up(child, top, stack)
+                    continue
+                name, st = here.todo.pop()
+                entered = self._enter(cur, here.path, name, st)
+                if entered is not None:
+                    fd, sub = entered
+                    if cur != top:
+                        os.close(cur)
+                    cur = fd
+                    stack.append(sub)
+        finally:
+            if cur != top:
+                os.close(cur)
+
+    def _up(self, child: int, top: int, stack: list[_Dir]) -> int:
+        """The directory of stack[-1], the parent of `child` (closed here): `top`, or `..`
+        checked to be that very directory; if it is not, the walk is cut (`top` is given)."""
+        try:
+            if len(stack) == 1:
+                return top
+            parent = os.open("..", _DIR_FLAGS, dir_fd=child)
         except OSError:
-            continue
-        if not stat.S_ISDIR(st.st_mode):
+            self.cut = "walk cut: a directory could not be reopened"
+            return top
+        finally:
+            os.close(child)
+        if dir_identity(parent) == stack[-1].identity:
+            return parent
+        os.close(parent)
+        self.cut = "walk cut: a directory moved"  # while walked: something still runs
+        return top
+
+    def _take(self, path: str) -> bool:
+        """Whether `path` still fits in the walk's bound on path characters."""
+        self.chars_left -= len(path)
+        if self.chars_left < 0:
+            self.cut = f"walk cut at {self.kept} entries"
+            return False
+        self.kept += 1
+        return True
+
+    def _names(self, dfd: int) -> list[str]:
+        """The names in `dfd`, sorted, if they fit in the entries left (else the walk is
+        cut). Only as many as could fit are held at once, however big the directory."""
+        try:
+            with os.scandir(dfd) as it:
+                names = heapq.nsmallest(self.entries_left + 1, (e.name for e in it))
+        except OSError:
+            return []
+        if len(names) > self.entries_left:
+            self.cut = f"walk cut at {self.kept} entries"
+            return []
+        self.entries_left -= len(names)
+        return names
+
+    def _list(self, dfd: int, base: str) -> list[tuple[str, os.stat_result]]:
+        """Record every entry of `dfd` but its subdirectories, which are returned (with
+        their lstat) to be entered, smallest name last."""
+        subdirs: list[tuple[str, os.stat_result]] = []
+        for name in self._names(dfd):
+            try:
+                st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                subdirs.append((name, st))
+                continue
+            path = f"{base}/{name}"
+            if not self._take(path):
+                return []
             if path in ENGINE_NOISE and stat.S_ISREG(st.st_mode):
                 identity = f"stat:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
                 entry = ("file", stat.S_IMODE(st.st_mode), st.st_size, identity, "")
-                out[path] = (entry, st.st_uid, st.st_gid, 0)
+                self.out[path] = (entry, st.st_uid, st.st_gid, 0)
             else:
-                out[path] = _state_at(dfd, name, st, budget, overlay=overlay)
-            continue
+                self.out[path] = _state_at(dfd, name, st, self.budget, overlay=self.overlay)
+        subdirs.reverse()
+        return subdirs
+
+    def _enter(self, dfd: int, base: str, name: str, st: os.stat_result) -> tuple[int, _Dir] | None:
+        """Record subdirectory `name` of `dfd` and list it; its descriptor and its walk
+        state if it has subdirectories to enter, else None (and it is closed)."""
+        path = f"{base}/{name}"
+        if not self._take(path):
+            return None
         try:
             sub = os.open(name, _DIR_FLAGS, dir_fd=dfd)
         except OSError:
-            out[path] = (("dir", stat.S_IMODE(st.st_mode), 0, "unreadable", ""), st.st_uid,
-                         st.st_gid, 0)  # fmt: skip
-            continue
+            self.out[path] = (("dir", stat.S_IMODE(st.st_mode), 0, "unreadable", ""),
+                              st.st_uid, st.st_gid, 0)  # fmt: skip
+            return None
         try:
             sst = os.fstat(sub)
             if (sst.st_dev, sst.st_ino) != (st.st_dev, st.st_ino):
-                continue  # replaced between the two calls: something still runs
-            out[path] = _dir_state(sub, sst, overlay)
-            if path not in skip and depth < MAX_DEPTH:
-                _walk(sub, path, out, budget, overlay=overlay, skip=skip, depth=depth + 1)
-        finally:
+                os.close(sub)  # replaced between the two calls: something still runs
+                return None
+            self.out[path] = _dir_state(sub, sst, self.overlay)
+            todo = [] if path in self.skip else self._list(sub, path)
+        except BaseException:
             os.close(sub)
+            raise
+        if not todo:
+            os.close(sub)
+            return None
+        return sub, _Dir(path, (sst.st_dev, sst.st_ino), todo)
 
 
 def state_of(dfd: int, name: str, *, rename: str = "") -> State | None:
