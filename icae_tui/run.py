@@ -32,6 +32,7 @@ from icae_tui.domain.events import (
     AgentResumed,
     AgentStopped,
     AgentSubmitted,
+    BuildChecked,
     CaseFinished,
     CasesPlanned,
     Event,
@@ -49,6 +50,7 @@ from icae_tui.domain.task import Level, Split, Task
 from icae_tui.evaluation.differential import EngineLost, Evaluator, Sides, build_error_result
 from icae_tui.evaluation.gate import (
     ASK_TOOL,
+    DeliveryMissing,
     build_gate,
     delivery_image_name,
     freeze,
@@ -70,8 +72,14 @@ from icae_tui.gateway import (
 from icae_tui.gateway import serving as gateway_serving
 from icae_tui.runlog import Display, RunLog
 from icae_tui.sandbox.agent_images import ensure_agent_image
-from icae_tui.sandbox.containers import Container, complete_despite_cancel, create_container
+from icae_tui.sandbox.containers import (
+    Container,
+    complete_despite_cancel,
+    create_container,
+    disk_guard,
+)
 from icae_tui.sandbox.containers import Limits as BoxLimits
+from icae_tui.sandbox.disk import DiskGuard
 from icae_tui.sandbox.engine import EngineUnavailable, connect, is_engine_error
 from icae_tui.sandbox.images import ImageBuildError, TaskImages, ensure_task_images
 from icae_tui.sandbox.reaper import reap, reap_ask_folders, remove_run_containers
@@ -87,6 +95,13 @@ log = logging.getLogger(__name__)
 
 SUBMISSION_CHARS = 64 * 1024  # of the agent's final message: always stored, so bounded
 MODEL_CALLS_FILE = "model_calls.jsonl"  # beside report.json: a line per model call, bodies capped
+# Said at the start of a run whose engine cannot hold boxes to their disk by a quota.
+DISK_NOTES = {
+    DiskGuard.WATCH: "disk limits are watched from the host (the engine's file system takes "
+    "no quota): a box writing faster than the watch can overshoot its limit a little",
+    DiskGuard.NONE: "disk limits cannot be kept: the engine is not on this host, so nothing "
+    "here bounds what a box writes",
+}
 
 
 @dataclass
@@ -182,7 +197,11 @@ class Run:
             return False
         agent, box = self._building
         if isinstance(agent, CommandAgent):
-            await box.raw.pause()
+            try:
+                await box.raw.pause()
+            except aiodocker.DockerError:  # its box died meanwhile: nothing left to pause
+                self.gate.open()
+                return False
         await self.emit(AgentPaused(by=by))
         return True
 
@@ -192,7 +211,8 @@ class Run:
             return False
         agent, box = self._building
         if isinstance(agent, CommandAgent):
-            await box.raw.unpause()
+            with contextlib.suppress(aiodocker.DockerError):  # a box that died stays so
+                await box.raw.unpause()
         paused_for = self.gate.open() or 0.0
         clock = self._clock
         if clock is not None and clock.when() is not None:
@@ -340,10 +360,14 @@ class Run:
         images = await self._prepare(docker)
         await self.emit(PhaseChanged(phase=Phase.GENERATE, detail=agent.name))
         delivery_image = delivery_image_name(task, self.run_id)
-        await self._generate_and_freeze(docker, agent, images, delivery_image)
+        missing = ""
+        try:
+            await self._generate_and_freeze(docker, agent, images, delivery_image)
+        except DeliveryMissing as err:  # judged missing: a score, not a failed run
+            missing = str(err)
         kept = False
         try:
-            outcome = await self._judge(docker, images.oracle, delivery_image)
+            outcome = await self._judge(docker, images.oracle, delivery_image, missing=missing)
             if self.config.keep_delivery and outcome.status is RunStatus.COMPLETED:
                 outcome.sides = Sides(oracle_image=images.oracle, delivery_image=delivery_image)
                 kept = True
@@ -360,6 +384,8 @@ class Run:
 
         images = await ensure_task_images(docker, self.config.task, progress)
         await asyncio.sleep(0)  # let queued progress events land in order
+        if note := DISK_NOTES.get(await disk_guard(docker)):
+            await self.emit(Progress(message=note))
         return images
 
     async def _generate_and_freeze(
@@ -377,7 +403,7 @@ class Run:
             binds = [ask_server.bind] + ([gateway.bind] if gateway is not None else [])
             agent_box = await create_container(
                 docker, image, run_id=self.run_id, role="agent",
-                workdir=workspace, binds=binds, limits=_box_limits(agent),
+                workdir=workspace, binds=binds, limits=_box_limits(agent, task),
             )  # fmt: skip
             try:
                 await agent_box.put_files({ASK_TOOL: icae_ask_script()}, mode=0o755)
@@ -502,12 +528,16 @@ class Run:
         )  # fmt: skip
 
     async def _judge(
-        self, docker: aiodocker.Docker, oracle_image: str, delivery_image: str
+        self, docker: aiodocker.Docker, oracle_image: str, delivery_image: str, *, missing: str
     ) -> RunOutcome:
+        """`missing`: why there is no delivery to judge (then every case is a build error)."""
         cfg, task = self.config, self.config.task
         refs = task.cases_in(*cfg.splits)
         await self.emit(PhaseChanged(phase=Phase.BUILD, detail=task.spec.delivery.build))
-        build = await build_gate(docker, task, delivery_image, run_id=self.run_id)
+        if missing:
+            build = BuildChecked(ok=False, exit_code=None, reason=f"no delivery: {missing}")
+        else:
+            build = await build_gate(docker, task, delivery_image, run_id=self.run_id)
         await self.emit(build)
         await self.emit(
             CasesPlanned(
@@ -544,11 +574,13 @@ class Run:
         return RunOutcome(self.run_id, RunStatus.COMPLETED, final, results=results)
 
 
-def _box_limits(agent: Agent) -> BoxLimits:
-    """The agent container's bounds: a CLI agent's entry may give it more memory or pids."""
+def _box_limits(agent: Agent, task: Task) -> BoxLimits:
+    """The agent container's bounds: its disk is the task's; a CLI agent's entry may give
+    it more memory or pids."""
+    default = BoxLimits(disk_bytes=task.spec.delivery.disk_mb * 2**20)
     if not isinstance(agent, CommandAgent):
-        return BoxLimits()
-    s, default = agent.settings, BoxLimits()
+        return default
+    s = agent.settings
     return dataclasses.replace(
         default,
         memory_bytes=s.memory_mb * 2**20 if s.memory_mb else default.memory_bytes,

@@ -86,6 +86,11 @@ def added(path: str, sha: str = "a", change: str = "added") -> FileChange:
 
 OK = side()
 WA, RE, AC = Verdict.WRONG_ANSWER, Verdict.RUNTIME_ERROR, Verdict.ACCEPTED
+LEFT = "left processes running after its command ended"
+DIED = "killed its own box: every process in it ended, its init's keepalive included"
+DISK = (
+    "filled its box's disk (the disk limit of 1024 MiB: more was written than the box may keep)"
+)
 FIVE = [added(f"f{i}") for i in range(5)]
 
 # (rung, oracle, delivery, verdict, reason): rows in ladder order
@@ -155,6 +160,47 @@ LADDER = [
         AC,
         "identical",
     ),
+    ("left running", OK, side(left_running=1), RE, LEFT),
+    ("left running, however many", OK, side(left_running=78), RE, LEFT),
+    ("left running before processes", OK, side(left_running=5, pids_capped=True), RE, LEFT),
+    (
+        "left running before time",
+        OK,
+        side(left_running=2, timed_out=True, exit_code=124),
+        RE,
+        LEFT + ", no exit within 3 s",
+    ),
+    ("left running on both sides", side(left_running=1), side(left_running=4), AC, "identical"),
+    (
+        "left running, its output cut: the output decides",
+        OK,
+        side(left_running=1, overflowed=True, exit_code=None),
+        Verdict.OUTPUT_LIMIT,
+        "more than 64 MiB of output",
+    ),
+    (
+        "left running, never seen to end: time decides",
+        OK,
+        side(left_running=1, timed_out=True, exit_code=None),
+        Verdict.TIME_LIMIT,
+        "no exit within 3 s",
+    ),
+    ("box died", OK, side(box_died=True, exit_code=None), RE, DIED),
+    ("box died before time", OK, side(box_died=True, timed_out=True), RE, DIED),
+    (
+        "box died out of memory",
+        OK,
+        side(box_died=True, oom_killed=True, exit_code=137),
+        Verdict.MEMORY_LIMIT,
+        "killed: out of memory",
+    ),
+    (
+        "oracle killed its box",
+        side(box_died=True, exit_code=None),
+        OK,
+        Verdict.ORACLE_ERROR,
+        "the oracle killed its own box",
+    ),
     ("time", OK, side(timed_out=True, exit_code=124), Verdict.TIME_LIMIT, "no exit within 3 s"),
     (
         "time before memory",
@@ -176,6 +222,23 @@ LADDER = [
         side(oom_killed=True, overflowed=True),
         Verdict.MEMORY_LIMIT,
         "killed: out of memory",
+    ),
+    ("disk", OK, side(disk_full=True, exit_code=1), Verdict.DISK_LIMIT, DISK),
+    (
+        "disk before output",
+        OK,
+        side(disk_full=True, overflowed=True),
+        Verdict.DISK_LIMIT,
+        DISK,
+    ),
+    ("disk after memory", OK, side(disk_full=True, oom_killed=True), Verdict.MEMORY_LIMIT,
+     "killed: out of memory"),  # fmt: skip
+    (
+        "the oracle filled its disk",
+        side(disk_full=True),
+        side(disk_full=True),
+        Verdict.ORACLE_ERROR,
+        "the oracle filled its disk",
     ),
     ("output", OK, side(overflowed=True), Verdict.OUTPUT_LIMIT, "more than 64 MiB of output"),
     (
@@ -204,6 +267,13 @@ LADDER = [
         side(stderr="x" * 500, exit_code=2),
         WA,
         "exit code 2, oracle 0; stderr: " + "x" * 120,
+    ),
+    (
+        "exec: a line separator ends no stderr line",  # str.splitlines() would quote "injected"
+        OK,
+        side(stderr="first line\nreal error\u2028injected\r\n", exit_code=2),
+        WA,
+        "exit code 2, oracle 0; stderr: real error\u2028injected",
     ),
     (
         "exec: the oracle failed, the delivery did not",
@@ -321,16 +391,21 @@ def test_the_ladder(
 @pytest.mark.parametrize(
     ("rung", "oracle", "delivery", "verdict", "reason"), LADDER, ids=_row_ids(LADDER)
 )
-def test_processes_left_running_change_no_rung(
+def test_processes_left_running_are_a_runtime_error_whatever_else_happened(
     rung: str, oracle: SideOutcome, delivery: SideOutcome, verdict: Verdict, reason: str
 ) -> None:
+    """One verdict, one reason, for any number left: a detached fork bomb is judged the same
+    however far it got before it was stopped."""
     lingering = SideOutcome(
         delivery.run.model_copy(update={"left_running": 2}), delivery.stdout_full
     )
     result = judge(TASK, REF, oracle, lingering)
-    assert result.verdict == verdict
-    assert result.reason.startswith(reason)
-    assert result.reason.endswith("; left 2 process(es) running")
+    ended = delivery.run.exit_code is not None and not delivery.run.overflowed
+    if verdict is Verdict.ORACLE_ERROR or oracle.run.left_running or not ended:
+        assert (result.verdict, result.reason) == (verdict, reason)
+    else:
+        clock = ", no exit within 3 s" if delivery.run.timed_out else ""
+        assert (result.verdict, result.reason) == (RE, LEFT + clock)
 
 
 def test_the_case_timeout_wins_over_the_task_default() -> None:
@@ -511,11 +586,11 @@ def test_decide(
         assert "No such container: abc" in result.reason
 
 
-def test_faults_and_nondeterminism_carry_no_left_running_note() -> None:
+def test_faults_and_nondeterminism_come_before_processes_left_running() -> None:
     lingering = side("no\n", left_running=4)
     assert decide(TASK, REF, [OK, side("x\n")], lingering).reason == NONDET
     assert decide(TASK, REF, [REFUSED], lingering).reason.endswith("; not counted")
-    assert decide(TASK, REF, [OK], lingering).reason.endswith("; left 4 process(es) running")
+    assert decide(TASK, REF, [OK], lingering).reason == LEFT
 
 
 def test_a_fault_is_named_in_at_most_300_characters() -> None:

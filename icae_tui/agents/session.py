@@ -14,6 +14,7 @@ import contextlib
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import aiodocker
 
@@ -31,6 +32,7 @@ from icae_tui.domain.events import (
 from icae_tui.domain.states import StopReason, Stream
 from icae_tui.evaluation.sides import kill_extras
 from icae_tui.sandbox.containers import Container, ExecResult
+from icae_tui.sandbox.disk import LayerWatch, full_bytes
 from icae_tui.sandbox.hostview import HostView, process_state
 from icae_tui.users.channel import ClarificationChannel
 
@@ -42,6 +44,14 @@ TRACE_CAP_PER_COMMAND = 256 * 1024  # bytes of one command's output shown in the
 LEFTOVER_SETTLE_S = 0.25
 LEFTOVER_PATIENCE_S = 5.0
 QUIET_KEEP_BYTES = 1024 * 1024  # of a quiet command's output kept in its result (it streams)
+BOX_DIED = "its box died: every process in it ended, its init's keepalive included"
+# Inside a box seen from no host: every process but its init (1), the init's `sleep` and
+# this shell. (`kill -9 -1` would take the keepalive too, and the box with it.)
+KILL_ALL_BUT_KEEPALIVE = (
+    "for d in /proc/[0-9]*; do p=${d#/proc/}; [ $p = 1 ] || [ $p = $$ ] && continue; "
+    "read -r _ c _ pp _ < $d/stat 2>/dev/null || continue; "
+    '[ "$pp" = 1 ] && [ "$c" = "(sleep)" ] && continue; kill -9 $p 2>/dev/null; done; true'
+)
 
 
 class AgentSession:
@@ -135,9 +145,14 @@ class AgentSession:
         self, path: str, content: str, mode: int = 0o644, *, quiet: bool = False
     ) -> None:
         data = content.encode()
-        await self.box.put_files({path: data}, mode=mode)
+        try:
+            await self.box.put_files({path: data}, mode=mode)
+        except aiodocker.DockerError:
+            await self._raise_if_box_died()
+            raise
         if not quiet:
             await self._emit(AgentWrote(path=path, size=len(data)))
+        await self._raise_if_disk_full()
 
     async def run(
         self,
@@ -171,10 +186,11 @@ class AgentSession:
         view = await self._host_view()
         before = (view.procs() or set()) if view else set()
         hits = view.pids_limit_hits() if view else 0
-        res = await self.box.exec(
-            command, timeout_s=timeout_s, workdir=self.workspace, on_output=traced,
-            env=self._env(env or {}), kill_after_bytes=flood_bytes,
-        )  # fmt: skip
+        async with self._disk_watch(view, before) as watch:
+            res = await self._exec(
+                command, timeout_s=timeout_s, workdir=self.workspace, on_output=traced,
+                env=self._env(env or {}), kill_after_bytes=flood_bytes,
+            )  # fmt: skip
         capped, left, killed = (
             await self._aftermath(view, before, hits) if view else (False, 0, False)
         )
@@ -189,6 +205,7 @@ class AgentSession:
                 killed_left=killed,
             )
         )
+        await self._after_step(res, watch)
         return _result(res)
 
     async def _quiet(
@@ -204,13 +221,69 @@ class AgentSession:
         async def passed(stream: str, chunk: bytes) -> None:
             await on_output(Stream(stream), chunk)
 
-        res = await self.box.exec(
-            command, timeout_s=timeout_s, workdir=self.workspace, on_output=passed,
-            env=self._env(env), cap_bytes=QUIET_KEEP_BYTES, kill_after_bytes=flood_bytes,
-        )  # fmt: skip
-        if res.overflowed:  # it may still run: stop everything but the container's init
-            await self.box.exec(["kill", "-9", "-1"], timeout_s=10)
+        view = await self._host_view()
+        before = (view.procs() or set()) if view else set()
+        async with self._disk_watch(view, before) as watch:
+            res = await self._exec(
+                command, timeout_s=timeout_s, workdir=self.workspace, on_output=passed,
+                env=self._env(env), cap_bytes=QUIET_KEEP_BYTES, kill_after_bytes=flood_bytes,
+            )  # fmt: skip
+        if res.overflowed:  # it may still run: stop what it started (the agent says why)
+            await self._stop_step(view, before)
+            return _result(res)
+        await self._after_step(res, watch)
         return _result(res)
+
+    async def _stop_step(self, view: HostView | None, before: set[int]) -> None:
+        """Kill what a step started, never the box's init or keepalive (their end would end
+        the box): from the host when it sees the box, else from inside it."""
+        if view is not None:
+            await asyncio.to_thread(kill_extras, view, before)
+            return
+        with contextlib.suppress(aiodocker.DockerError):
+            await self.box.exec(KILL_ALL_BUT_KEEPALIVE, timeout_s=10)
+
+    async def _exec(self, command: str | list[str], **kwargs: Any) -> ExecResult:
+        """One command in the box. The engine refuses it once the agent killed its own box:
+        then the agent's phase ends, its box died (the run freezes what it wrote)."""
+        try:
+            return await self.box.exec(command, **kwargs)
+        except aiodocker.DockerError:
+            await self._raise_if_box_died()
+            raise
+
+    async def _raise_if_box_died(self, *, hint: bool = True) -> None:
+        if await self.box.died(hint=hint):
+            raise AgentStop(StopReason.BOX_DIED, BOX_DIED)
+
+    def _disk_watch(self, view: HostView | None, keep: set[int]) -> LayerWatch:
+        """With the watch guard: a step that fills the box's disk is stopped at once (what
+        it started is killed; what ran before it is kept)."""
+        bound = self.box.disk
+        upper = view.upper if view is not None else None
+        return LayerWatch(upper, bound, lambda: view is not None and kill_extras(view, keep))
+
+    async def _after_step(self, res: ExecResult, watch: LayerWatch) -> None:
+        """A step that killed the box ends the agent's phase (the engine is asked only after
+        an exit code that says so: a signal's, an exec it could not start, or none); so does
+        a full disk."""
+        await self._raise_if_box_died(hint=res.exit_code is None or res.exit_code >= 126)
+        await self._raise_if_disk_full(watch.tripped)
+
+    async def _raise_if_disk_full(self, tripped: bool = False) -> None:
+        bound, view = self.box.disk, await self._host_view()
+        if bound is None or view is None:
+            return
+        used = await asyncio.to_thread(full_bytes, view.upper, bound)
+        if used is None and not tripped:
+            return
+        mib = 2**20
+        taken = f"{used // mib} MiB" if used is not None else "more than its limit allows"
+        raise AgentStop(
+            StopReason.DISK_LIMIT,
+            f"its box's disk is full: {taken} written, limit {bound.limit // mib} MiB "
+            f"({bound.guard} guard)",
+        )
 
     def _env(self, extra: dict[str, str]) -> dict[str, str]:
         """The run's allowed host variables, the gateway's address and token, then the

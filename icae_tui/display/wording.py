@@ -396,7 +396,8 @@ def planned_line(ev: CasesPlanned) -> str:
 
 def case_line(r: CaseResult) -> str:
     mark = "PASS" if r.passed else "FAIL"
-    return f"{mark} {r.case_id:<28} {r.verdict.value:<13} {r.reason}"
+    # one line whatever the reason quotes: a delivery's text must not start a forged one
+    return f"{mark} {r.case_id:<28} {r.verdict.value:<13} {printable(r.reason)}"
 
 
 def finished_line(ev: RunFinished) -> str:
@@ -466,19 +467,26 @@ BEFORE_EXEC = frozenset(
         Verdict.TIME_LIMIT,
         Verdict.MEMORY_LIMIT,
         Verdict.OUTPUT_LIMIT,
+        Verdict.DISK_LIMIT,
     }
 )
 
 
 def exec_reached(r: CaseResult) -> bool:
     """Whether the ladder got to comparing exit codes. A `runtime_error` is the exec rung's
-    only when both sides ran, the exit codes differ and no fork failed at the pids limit
-    (else the engine or the process limit gave it, before)."""
+    only when both sides ran, the exit codes differ, nothing was left running, no fork
+    failed at the pids limit and the box survived (else the engine, the processes or the
+    box gave it, before)."""
     o, d = r.oracle, r.delivery
     if r.verdict in BEFORE_EXEC or o is None or d is None:
         return False
     if r.verdict is Verdict.RUNTIME_ERROR and not r.exec_ok:
-        return d.exit_code != o.exit_code and not (d.pids_capped and not o.pids_capped)
+        earlier = (
+            (d.left_running and not o.left_running)
+            or (d.pids_capped and not o.pids_capped)
+            or d.box_died
+        )
+        return d.exit_code != o.exit_code and not earlier
     return True
 
 

@@ -57,3 +57,5 @@ class StopReason(StrEnum):
     MODEL_LIMIT = "model_limit"  # calls, tokens or cost: the gateway refused
     AGENT_ERROR = "agent_error"  # the model or the agent's output could not go on
     INFRA_ERROR = "infra_error"  # the endpoint failed after retries: not the agent's fault
+    BOX_DIED = "box_died"  # every process of its box ended (`kill -9 -1`): its own doing
+    DISK_LIMIT = "disk_limit"  # its box's writable layer is full

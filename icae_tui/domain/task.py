@@ -62,6 +62,8 @@ class DeliverySpec(Strict):
     workspace: str = "/workspace"
     entry: str = Field(description="shell command that starts the delivered tool")
     build: str = Field(description="build gate: must exit 0 in a fresh delivery container")
+    disk_mb: int = Field(default=1024, ge=16, le=1024 * 1024,
+                         description="the agent's box: MiB its writable layer may take")  # fmt: skip
 
 
 class CaseDefaults(Strict):
@@ -69,6 +71,8 @@ class CaseDefaults(Strict):
     workdir: str = "/data"
     fm_threshold: float = Field(default=0.8, ge=0, le=1)
     oracle_runs: int = Field(default=1, ge=1, le=3, description="2: flag nondeterministic cases")
+    disk_mb: int = Field(default=1024, ge=16, le=1024 * 1024,
+                         description="each case's box (and the build gate's): MiB it may write")  # fmt: skip
     ignore: list[str] = Field(
         default_factory=list, description="side-effect paths (globs) to ignore"
     )

@@ -19,24 +19,26 @@ import contextlib
 import logging
 import os
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import aiodocker
 import aiohttp
 
 from icae_tui.domain.results import CaseResult, SideRun
 from icae_tui.domain.task import CaseRef, Task
-from icae_tui.evaluation.sidefx import to_file_changes
+from icae_tui.evaluation.sidefx import FileChanges, to_file_changes
 from icae_tui.evaluation.sides import (
     Box,
     SidePool,
+    case_limits,
     fallback_diff,
     fallback_snapshot,
     hold_still,
     host_effects,
     host_snapshot,
+    kill_extras,
     left_running,
-    settles,
+    settle,
     walk_work,
     write_fixtures,
 )
@@ -52,9 +54,10 @@ from icae_tui.evaluation.verdict import (
 from icae_tui.evaluation.verdict import (  # re-exported: run.py imports it from here
     build_error_result as build_error_result,
 )
-from icae_tui.sandbox.containers import ExecResult
+from icae_tui.sandbox.containers import Container, ExecResult
+from icae_tui.sandbox.disk import LayerWatch, full_bytes
 from icae_tui.sandbox.engine import EngineUnavailable, connect
-from icae_tui.sandbox.hostview import Entry
+from icae_tui.sandbox.hostview import Entry, HostView, State
 
 DISPLAY_CAP = 64 * 1024  # characters of each stream kept in results and reports
 
@@ -81,6 +84,19 @@ def _text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")[:DISPLAY_CAP]
 
 
+@dataclass
+class _Aftermath:
+    """What a case left, beside its output."""
+
+    oom: bool = False
+    pids_capped: bool = False
+    left: int = 0  # processes alive after its command ended
+    box_died: bool = False
+    disk_full: bool = False
+    changes: FileChanges = field(default_factory=FileChanges)
+    after: dict[str, Entry] | None = None  # the writable layer, when the box can be reused
+
+
 async def run_on(pool: SidePool, task: Task, ref: CaseRef) -> SideOutcome:
     workdir = task.spec.cases.workdir
     timeout = ref.case.timeout_s or task.spec.cases.timeout_s
@@ -89,10 +105,7 @@ async def run_on(pool: SidePool, task: Task, ref: CaseRef) -> SideOutcome:
     c, view = box.container, box.view
     state = "fallback" if view is None else ("reused" if box.cases_served else "fresh")
     res: ExecResult | None = None
-    after = None
-    before_work: dict[str, Entry] = {}
-    before_states = box.base_states
-    left = 0
+    seen = _Aftermath()
     try:
         # Every host-side walk and hash runs in a thread: never on the event loop.
         if ref.case.files and view is not None:
@@ -102,6 +115,8 @@ async def run_on(pool: SidePool, task: Task, ref: CaseRef) -> SideOutcome:
         if ref.case.prep:
             await c.exec(ref.case.prep, workdir=workdir, timeout_s=30)
         touched = bool(ref.case.files or ref.case.prep)
+        before_work: dict[str, Entry] = {}
+        before_states = box.base_states
         if view is not None and touched:
             before_work = await asyncio.to_thread(walk_work, box, workdir)
         if view is not None:
@@ -112,34 +127,31 @@ async def run_on(pool: SidePool, task: Task, ref: CaseRef) -> SideOutcome:
             before = box.baseline
         else:
             before = await fallback_snapshot(pool.docker, c)
-        res = await c.exec(
-            command, stdin=stdin, workdir=workdir, timeout_s=timeout,
-            cap_bytes=COMPARE_CAP, kill_after_bytes=OUTPUT_LIMIT,
-        )  # fmt: skip
-        pids_capped = False
-        if view is not None:
-            if not box.base_procs or not await settles(view, box.base_procs):
-                # Something still runs: count it, then hold it still so nothing changes what
-                # we walk. The box is discarded afterwards.
-                box.lingering = True
-                left = left_running(view, box.base_procs or {box.init_pid})
-                await hold_still(box)
-            oom = view.oom_kills() > box.base_oom
-            pids_capped = view.pids_limit_hits() > box.base_pid_hits
-            after, diff = await asyncio.to_thread(
-                host_effects, box, workdir, before, before_states, before_work
-            )
-        else:
-            oom = (
-                res.exit_code == 137 and not res.timed_out and await _oom_killed(pool.docker, c.id)
-            )
-            diff = fallback_diff(before, await fallback_snapshot(pool.docker, c))
-        changes = to_file_changes(diff, workdir=workdir, ignore=task.spec.cases.ignore)
+        keep = box.base_procs or {box.init_pid}
+        stop = (lambda: kill_extras(view, keep)) if view is not None else (lambda: False)
+        async with LayerWatch(view.upper if view else None, c.disk, stop) as watch:
+            res = await c.exec(
+                command, stdin=stdin, workdir=workdir, timeout_s=timeout,
+                cap_bytes=COMPARE_CAP, kill_after_bytes=OUTPUT_LIMIT,
+            )  # fmt: skip
+        try:
+            if await _box_died(box, res):
+                seen = await _died(box)
+            elif view is not None:
+                seen = await _observe(task, box, view, before, before_states, before_work)
+            else:
+                oom = res.exit_code == 137 and not res.timed_out and await _oom_killed(c)
+                diff = fallback_diff(before, await fallback_snapshot(pool.docker, c))
+                seen = _Aftermath(oom=oom, changes=_changes(task, diff))
+        except ENGINE_TROUBLE:
+            if not await c.died():
+                raise
+            seen = await _died(box)  # it died while we looked (a delayed `kill -9 -1`)
+        seen.disk_full = seen.disk_full or watch.tripped
     finally:
-        if res is None:
-            await pool.release(box, after=None, result=ExecResult(None, b"", b""))
-        else:
-            await pool.release(box, after=after, result=res)
+        await pool.release(
+            box, after=seen.after, result=res if res is not None else ExecResult(None, b"", b"")
+        )
     truncated_out = res.stdout_bytes > len(res.stdout)
     truncated_err = res.stderr_bytes > len(res.stderr)
     side = SideRun(
@@ -153,21 +165,81 @@ async def run_on(pool: SidePool, task: Task, ref: CaseRef) -> SideOutcome:
         stdout_tail=_text(res.stdout_tail) if truncated_out else "",
         stderr_tail=_text(res.stderr_tail) if truncated_err else "",
         timed_out=res.timed_out,
-        oom_killed=oom,
-        pids_capped=pids_capped,
+        oom_killed=seen.oom,
+        pids_capped=seen.pids_capped,
         overflowed=res.overflowed,
         duration_s=round(res.duration_s, 4),
-        left_running=left,
-        changes=changes,
-        changes_total=changes.total,
-        changes_sha256=changes.sha256,
+        left_running=seen.left,
+        box_died=seen.box_died,
+        disk_full=seen.disk_full,
+        changes=seen.changes,
+        changes_total=seen.changes.total,
+        changes_sha256=seen.changes.sha256,
         state=state,  # type: ignore[arg-type]
     )
     return SideOutcome(side, res.stdout)
 
 
-async def _oom_killed(docker: aiodocker.Docker, container_id: str) -> bool:
-    info = await docker.containers.container(container_id).show()
+async def _observe(
+    task: Task,
+    box: Box,
+    view: HostView,
+    before: dict[str, Entry],
+    before_states: dict[str, State],
+    before_work: dict[str, Entry],
+) -> _Aftermath:
+    """After the case, with a host view: what still runs (counted, then held still so
+    nothing changes what we walk; such a box is discarded), the limits it hit, whether its
+    disk is full, and its side effects."""
+    seen = _Aftermath()
+    settled, alive = (False, 0)
+    if box.base_procs:
+        settled, alive = await settle(view, box.base_procs)
+    if not settled:
+        box.lingering = True
+        seen.left = max(alive, left_running(view, box.base_procs or {box.init_pid}))
+        await hold_still(box)
+    seen.oom = view.oom_kills() > box.base_oom
+    seen.pids_capped = view.pids_limit_hits() > box.base_pid_hits
+    if box.container.disk is not None:
+        used = await asyncio.to_thread(full_bytes, view.upper, box.container.disk)
+        seen.disk_full = used is not None
+    workdir = task.spec.cases.workdir
+    seen.after, diff = await asyncio.to_thread(
+        host_effects, box, workdir, before, before_states, before_work
+    )
+    seen.changes = _changes(task, diff)
+    return seen
+
+
+def _changes(task: Task, diff: dict[str, tuple[str, Entry]]) -> FileChanges:
+    cases = task.spec.cases
+    return to_file_changes(diff, workdir=cases.workdir, ignore=cases.ignore)
+
+
+async def _box_died(box: Box, res: ExecResult) -> bool:
+    """Whether the case ended every process of its box, its init's keepalive with them (the
+    box stops). Seen from the host at once when it can; else the engine is asked after an
+    exit code that says so (a signal's, or none)."""
+    return await box.container.died(hint=res.exit_code is None or res.exit_code >= 126)
+
+
+async def _died(box: Box) -> _Aftermath:
+    """A box the case killed: out of memory (the engine says, once it has seen the box
+    stop) or by its own hand. Its side effects are not walked (its tmpfs work directory
+    went with it); its layer stays on the host until it is removed, so a full disk is
+    still seen."""
+    box.lingering = True  # never reused
+    await box.container.wait_stopped()
+    seen = _Aftermath(box_died=True, oom=await _oom_killed(box.container))
+    if box.view is not None and box.container.disk is not None:
+        used = await asyncio.to_thread(full_bytes, box.view.upper, box.container.disk)
+        seen.disk_full = used is not None
+    return seen
+
+
+async def _oom_killed(c: Container) -> bool:
+    info = await c.raw.show()
     return bool(info.get("State", {}).get("OOMKilled"))
 
 
@@ -245,8 +317,9 @@ class Evaluator:
         self.concurrency = concurrency or default_concurrency()
         self.oracle_runs = oracle_runs or task.spec.cases.oracle_runs
         common = dict(
-            run_id=run_id, size=self.concurrency, fast=fast, workdir=task.spec.cases.workdir
-        )
+            run_id=run_id, size=self.concurrency, fast=fast, workdir=task.spec.cases.workdir,
+            limits=case_limits(task),
+        )  # fmt: skip
         self.oracle = SidePool(docker, sides.oracle_image, role="oracle", **common)  # type: ignore[arg-type]
         self.delivery = SidePool(docker, sides.delivery_image, role="delivery", **common)  # type: ignore[arg-type]
         self._turns = _Turns()

@@ -17,6 +17,7 @@ import aiodocker
 from icae_tui.domain.events import BuildChecked
 from icae_tui.domain.task import Task
 from icae_tui.evaluation.differential import ENGINE_TROUBLE, raise_if_engine_lost
+from icae_tui.evaluation.sides import case_limits
 from icae_tui.gateway import ModelGateway, model_proxy_script
 from icae_tui.sandbox.containers import (
     Container,
@@ -34,15 +35,33 @@ MODEL_PROXY_LOG = "/dev/shm/icae-model-proxy.log"  # a tmpfs: never part of the 
 DELIVERY_TTL_S = 24 * 3600  # a delivery image outlives its run only if the run crashed
 BUILD_TIMEOUT_S = 300
 BUILD_LOG_CHARS = 4000  # of each stream, kept on the BuildChecked event
+FREEZE_ROOM = 16 * 1024**2  # past the agent's disk limit, for the files freeze puts in
 
 
 def delivery_image_name(task: Task, run_id: str) -> str:
     return f"icae-delivery-{task.id}:{run_id}"
 
 
+class DeliveryMissing(Exception):
+    """What the agent built cannot be frozen (its box died and will not start again): the
+    delivery is judged missing — every case a build error — and the run goes on."""
+
+
 async def freeze(agent_box: Container, task: Task, image: str, *, run_id: str) -> None:
     """Commit the agent's container as `image`. The engine finishes a commit it started even
-    if we are cancelled meanwhile, so on any failure the image is removed again."""
+    if we are cancelled meanwhile, so on any failure the image is removed again.
+
+    A box the agent killed (`kill -9 -1` ends its init) is started again first: its
+    writable layer is as the agent left it, only its processes are new."""
+    if await agent_box.died():
+        await agent_box.wait_stopped()  # the engine starts only what it has seen stop
+        try:
+            await agent_box.raw.start()
+        except aiodocker.DockerError as err:
+            raise DeliveryMissing(
+                f"the agent's box died and could not be started again to freeze it ({err})"
+            ) from None
+    await agent_box.make_room(FREEZE_ROOM)  # a box the agent filled still takes the wrapper
     await agent_box.exec(["rm", "-f", ASK_TOOL, MODEL_PROXY, MODEL_PROXY_LOG])
     wrapper = wrapper_script(task.spec.delivery.entry)
     await agent_box.put_files({f"/usr/local/bin/{task.spec.interface.tool}": wrapper}, mode=0o755)
@@ -112,7 +131,9 @@ async def build_gate(
     refused = ""
     for _ in range(2):
         try:
-            box = await create_container(docker, image, run_id=run_id, role="build")
+            box = await create_container(
+                docker, image, run_id=run_id, role="build", limits=case_limits(task)
+            )
             try:
                 res = await box.exec(spec.build, workdir=spec.workspace, timeout_s=BUILD_TIMEOUT_S)
             finally:

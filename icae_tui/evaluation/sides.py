@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -37,8 +38,10 @@ from typing import Literal
 
 import aiodocker
 
+from icae_tui.domain.task import Task
 from icae_tui.evaluation.sidefx import layer_diff
 from icae_tui.sandbox.containers import Container, ExecResult, Limits, create_container
+from icae_tui.sandbox.engine import local_data_root
 from icae_tui.sandbox.engine_api import container_changes
 from icae_tui.sandbox.hostview import (
     Entry,
@@ -60,6 +63,12 @@ log = logging.getLogger(__name__)
 
 NSENTER = shutil.which("nsenter")
 CASE_LIMITS = Limits(ttl_s=1800)
+
+
+def case_limits(task: Task) -> Limits:
+    """A case's box (and the build gate's): the task's disk limit."""
+    return dataclasses.replace(CASE_LIMITS, disk_bytes=task.spec.cases.disk_mb * 2**20)
+
 WORKDIR_TMPFS = "rw,exec,nosuid,nodev,size=256m,mode=755"
 
 
@@ -169,7 +178,7 @@ def reset_workdir(box: Box) -> bool:
                 else:
                     os.unlink(entry.name, dir_fd=root)
             return not os.listdir(root) and _work_identity(fd) == box.work_identity
-    except (OSError, ContainerGone):
+    except (OSError, ContainerGone, RecursionError):  # rmtree recurses: a deep tree, a new box
         return False
 
 
@@ -214,32 +223,54 @@ def entries(states: dict[str, State]) -> dict[str, Entry]:
     return {p: s[0] for p, s in states.items()}
 
 
+# The engine's `/changes` gives names that are not UTF-8 with U+FFFD in place of each bad
+# byte: such a path is looked up again here by the raw names it may stand for (so two names
+# that differ only there stay two), and reported by its raw name (surrogate-escaped in JSON).
 _MANIFEST_PY = r"""
 import hashlib, json, os, stat, sys
+
+def raw_paths(path):
+    found = [b"/"]
+    for part in path.strip("/").split("/"):
+        nxt = []
+        for base in found:
+            if "\ufffd" not in part:
+                nxt.append(os.path.join(base, part.encode("utf-8", "surrogateescape")))
+                continue
+            try:
+                names = os.listdir(base)
+            except OSError:
+                continue
+            nxt += [os.path.join(base, n) for n in names
+                    if n.decode("utf-8", "replace") == part]
+        found = nxt
+    return [os.fsdecode(p) for p in found] or [path]
+
 out = {}
-for path in json.load(sys.stdin):
-    try:
-        st = os.lstat(path)
-    except OSError:
-        out[path] = ["deleted", 0, 0, "", ""]
-        continue
-    mode = stat.S_IMODE(st.st_mode)
-    if stat.S_ISLNK(st.st_mode):
-        out[path] = ["link", mode, 0, "", os.readlink(path)]
-    elif stat.S_ISDIR(st.st_mode):
-        out[path] = ["dir", mode, 0, "", ""]
-    elif stat.S_ISREG(st.st_mode):
-        h = hashlib.sha256()
+for asked in json.load(sys.stdin):
+    for path in (raw_paths(asked) if "\ufffd" in asked else [asked]):
         try:
-            with open(path, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    h.update(block)
-            digest = h.hexdigest()
+            st = os.lstat(path)
         except OSError:
-            digest = "unreadable"
-        out[path] = ["file", mode, st.st_size, digest, ""]
-    else:
-        out[path] = ["other", mode, 0, "", ""]
+            out[path] = ["deleted", 0, 0, "", ""]
+            continue
+        mode = stat.S_IMODE(st.st_mode)
+        if stat.S_ISLNK(st.st_mode):
+            out[path] = ["link", mode, 0, "", os.readlink(path)]
+        elif stat.S_ISDIR(st.st_mode):
+            out[path] = ["dir", mode, 0, "", ""]
+        elif stat.S_ISREG(st.st_mode):
+            h = hashlib.sha256()
+            try:
+                with open(path, "rb") as f:
+                    for block in iter(lambda: f.read(1 << 20), b""):
+                        h.update(block)
+                digest = h.hexdigest()
+            except OSError:
+                digest = "unreadable"
+            out[path] = ["file", mode, st.st_size, digest, ""]
+        else:
+            out[path] = ["other", mode, 0, "", ""]
 json.dump(out, sys.stdout)
 """
 
@@ -372,26 +403,29 @@ async def _sysv_ipc_empty(pid: int) -> bool:
     return len(rows) == len(_SYSV_FILES)  # headers only
 
 
-async def settles(view: HostView, base: set[int], *, patience_s: float = 3.0) -> bool:
-    """Whether only the container's own processes (`base`) remain after a case.
+async def settle(view: HostView, base: set[int], *, patience_s: float = 3.0) -> tuple[bool, int]:
+    """Whether only the container's own processes (`base`) remain after a case, and how many
+    others were alive when it was not so.
 
-    A process that is still alive after its command ended is a background process: no.
-    Processes that are only exiting (zombies waiting for the container's init to reap
-    them, slower on a loaded machine) are waited for, up to `patience_s`.
+    A process that is still alive after its command ended is a background process: not
+    settled, and counted. Processes that are only exiting (zombies waiting for the
+    container's init to reap them, slower on a loaded machine) are waited for, up to
+    `patience_s`; past it the box is not settled, with none alive.
     """
     deadline = time.monotonic() + patience_s
     delay = 0.002
     while True:
         procs = view.procs()
         if procs is None:
-            return False
+            return False, 0
         extra = procs - base
         if not extra:
-            return True
-        if any(process_state(p) not in ("Z", "X", "") for p in extra):
-            return False
+            return True, 0
+        alive = sum(process_state(p) not in ("Z", "X", "") for p in extra)
+        if alive:
+            return False, alive
         if time.monotonic() > deadline:
-            return False
+            return False, 0
         await asyncio.sleep(delay)
         delay = min(delay * 2, 0.1)
 
@@ -476,11 +510,7 @@ async def hold_still(box: Box) -> None:
 
 async def engine_is_local(docker: aiodocker.Docker) -> bool:
     """Layers readable here: a Unix-socket engine with overlay2 under a readable root."""
-    if not str(docker.docker_host).startswith("unix://"):
-        return False
-    info = await docker.system.info()
-    root = info.get("DockerRootDir", "/var/lib/docker")
-    return info.get("Driver") == "overlay2" and os.access(f"{root}/overlay2", os.R_OK)
+    return await local_data_root(docker) is not None
 
 
 @dataclass

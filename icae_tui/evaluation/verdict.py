@@ -14,10 +14,18 @@ its retry. `decide` walks the ladder; the first step that fails gives the verdic
 | Oracle    | with `oracle_runs` ≥ 2, all runs agree (exit code,      | `oracle_nondeterministic`  |
 |           | stdout, stderr byte for byte, side effects); then the   | / `oracle_error`           |
 |           | first finished in time, in memory, under the output cap |                            |
+| Left      | no process of the delivery's was alive after its        | `runtime_error`, whatever  |
+|           | command ended with an exit code (unless the oracle's    | their number               |
+|           | were too; a command cut at the output cap or never seen |                            |
+|           | to end is judged below)                                 |                            |
 | Processes | no fork of the delivery failed at the pids limit        | `runtime_error`, even if   |
 |           | (unless the oracle's did too)                           | it ran out the clock too   |
+| Box       | the delivery's box survived the case (it did not end    | `runtime_error`            |
+|           | every process in it, its init's keepalive included)     |                            |
 | Time      | the delivery exited within the case's timeout           | `time_limit`               |
 | Memory    | the delivery was not OOM-killed                         | `memory_limit`             |
+| Disk      | the delivery's box did not fill its disk (sandbox/disk) | `disk_limit`               |
+|           | (unless the oracle's did too)                           |                            |
 | Output    | the delivery wrote at most OUTPUT_LIMIT bytes           | `output_limit`             |
 | Exec      | the delivery's exit code equals the oracle's            | `runtime_error` (126+ or a |
 |           |                                                         | signal) / `wrong_answer`   |
@@ -28,9 +36,11 @@ its retry. `decide` walks the ladder; the first step that fails gives the verdic
 | stderr    | stderr equal under the same normalisation               | `wrong_answer`             |
 | —         | all of the above                                        | `accepted`                 |
 
-FM (normalised similarity ≥ the task's `fm_threshold`) is reported beside EM. Processes the
-delivery left running change no verdict; `judge` notes them in the reason of whatever it
-decides, `oracle_error` included ("; left N process(es) running"). `oracle_error` and
+FM (normalised similarity ≥ the task's `fm_threshold`) is reported beside EM. A case that
+leaves processes running is the delivery's fault however many they are, and that comes
+first: a detached fork bomb may or may not reach the pids limit before it is stopped, but
+it is always left running, so its verdict and reason are the same on every run (how many
+were left is in `SideRun.left_running`, never in the reason). `oracle_error` and
 `oracle_nondeterministic` are not counted against the agent (Verdict.counted).
 """
 
@@ -194,12 +204,15 @@ def effects_reason(oracle: SideRun, delivery: SideRun) -> str:
 
 
 def judge(task: Task, ref: CaseRef, oracle: SideOutcome, delivery: SideOutcome) -> CaseResult:
-    """The ladder's verdict; processes the delivery left running are noted in the reason."""
-    result = _ladder(task, ref, oracle, delivery)
-    left = delivery.run.left_running
-    if left > 0:  # noted whatever the verdict: an accepted case stays accepted, but says so
-        result.reason += f"; left {left} process(es) running"
-    return result
+    """The ladder's verdict of a case both sides ran."""
+    return _ladder(task, ref, oracle, delivery)
+
+
+def _ended(r: SideRun) -> bool:
+    """Whether the command ended (by itself, or killed at its timeout): then what still runs
+    was left by it. A command whose output was cut, or whose end never came, may be what
+    still runs."""
+    return r.exit_code is not None and not r.overflowed
 
 
 def _oracle_failure(o: SideRun) -> str | None:
@@ -210,6 +223,10 @@ def _oracle_failure(o: SideRun) -> str | None:
         return "ran out of memory"
     if o.overflowed:
         return "overflowed"
+    if o.box_died:
+        return "killed its own box"
+    if o.disk_full:
+        return "filled its disk"
     if o.exit_code is None:
         return "did not finish"
     return None
@@ -224,14 +241,23 @@ def _ladder(task: Task, ref: CaseRef, oracle: SideOutcome, delivery: SideOutcome
     limit = ref.case.timeout_s or task.spec.cases.timeout_s
     if why := _oracle_failure(o):
         return result(Verdict.ORACLE_ERROR, f"the oracle {why}")
+    # A fork bomb usually also runs out the clock: the cause is the better verdict.
+    clock = f", no exit within {limit:g} s" if d.timed_out else ""
+    if d.left_running and not o.left_running and _ended(d):
+        return result(Verdict.RUNTIME_ERROR, "left processes running after its command ended"
+                      + clock)  # fmt: skip
     if d.pids_capped and not o.pids_capped:
-        # A fork bomb usually also runs out the clock: the cause is the better verdict.
-        clock = f", no exit within {limit:g} s" if d.timed_out else ""
         return result(Verdict.RUNTIME_ERROR, "hit the process limit (fork bomb?)" + clock)
+    if d.box_died and not d.oom_killed:
+        return result(Verdict.RUNTIME_ERROR, "killed its own box: every process in it ended, "
+                      "its init's keepalive included")  # fmt: skip
     if d.timed_out:
         return result(Verdict.TIME_LIMIT, f"no exit within {limit:g} s")
     if d.oom_killed:
         return result(Verdict.MEMORY_LIMIT, "killed: out of memory")
+    if d.disk_full:
+        return result(Verdict.DISK_LIMIT, "filled its box's disk (the disk limit of "
+                      f"{task.spec.cases.disk_mb} MiB: more was written than the box may keep)")  # fmt: skip
     if d.overflowed:
         return result(
             Verdict.OUTPUT_LIMIT, f"more than {OUTPUT_LIMIT // (1024 * 1024)} MiB of output"

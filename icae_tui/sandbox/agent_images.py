@@ -26,7 +26,7 @@ INSTALL_STEP_TIMEOUT_S = 1800.0
 # more room than a sandboxed agent gets.
 BUILD_LIMITS = Limits(
     memory_bytes=4 * 1024**3, pids=4096, nano_cpus=2_000_000_000, ttl_s=7200,
-    file_bytes=2 * 1024**3,
+    file_bytes=2 * 1024**3, disk_bytes=None,
 )  # fmt: skip
 
 

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import hashlib
 import io
+import logging
 import os
 import shlex
 import socket
@@ -23,13 +24,26 @@ from typing import Protocol, TypeVar
 
 import aiodocker
 
-from icae_tui.sandbox.engine import LABEL_TOOL, TOOL_NAME
+from icae_tui.sandbox.disk import (
+    DEFAULT_DISK_BYTES,
+    DiskBound,
+    DiskGuard,
+    LayerNotBounded,
+    bound_layer,
+    file_limit,
+    quota_works,
+    raise_quota,
+)
+from icae_tui.sandbox.engine import LABEL_TOOL, TOOL_NAME, local_data_root
 from icae_tui.sandbox.engine_api import write_stdin_and_close
 from icae_tui.sandbox.keepalive import BUSYBOX as KEEPALIVE_BUSYBOX
 from icae_tui.sandbox.keepalive import INIT as KEEPALIVE_INIT
 from icae_tui.sandbox.keepalive import KEEPALIVE_DIR
+from icae_tui.sandbox.procs import Proc, children
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 HOSTNAME = "sandbox"
 
@@ -52,6 +66,15 @@ class Limits:
     nano_cpus: int = 1_000_000_000
     ttl_s: int = 3600
     file_bytes: int = 256 * 1024 * 1024  # largest file a process may write
+    # Bytes its writable layer may take (sandbox/disk.py); None: unbounded (image builds).
+    disk_bytes: int | None = DEFAULT_DISK_BYTES
+
+    @property
+    def fsize(self) -> int:
+        """The file-size limit: a bounded disk caps it (a box is full within one file)."""
+        if self.disk_bytes is None:
+            return self.file_bytes
+        return min(self.file_bytes, file_limit(self.disk_bytes))
 
 
 @dataclass
@@ -102,9 +125,73 @@ class _Capture:
 class Container:
     """One running container of ours."""
 
-    def __init__(self, docker: aiodocker.Docker, raw: aiodocker.containers.DockerContainer):
+    def __init__(
+        self,
+        docker: aiodocker.Docker,
+        raw: aiodocker.containers.DockerContainer,
+        disk: DiskBound | None = None,
+    ):
         self.docker = docker
         self.raw = raw
+        self.disk = disk  # its disk limit and how it is kept; None: unbounded
+        # Its init and the keepalive the init runs, as this host sees them (a local engine):
+        # the box lives while both do (the init exits with its keepalive), and the engine
+        # takes a moment to notice when they do not.
+        self.init: Proc | None = None
+        self.keepalive: Proc | None = None
+
+    async def running(self) -> bool | None:
+        """Whether the engine says the container runs (a paused one does); None when it is
+        gone. Just after the box's init died the engine may still say it runs."""
+        try:
+            info = await self.raw.show()
+        except aiodocker.DockerError as err:
+            if err.status == 404:
+                return None
+            raise
+        return bool(info.get("State", {}).get("Running"))
+
+    def doomed(self) -> bool | None:
+        """Whether the box's init or its keepalive is gone or already killed (the box is
+        stopping), seen from this host at once; None when it cannot see them (remote)."""
+        if self.init is None:
+            return None
+        return self.init.doomed() or (self.keepalive is not None and self.keepalive.doomed())
+
+    async def died(self, *, hint: bool = True) -> bool:
+        """Whether every process of the box ended or is ending (its init and keepalive
+        with them): it stops without being told to. Seen from the host when it can; else
+        asked of the engine, only when `hint` says it may be so (a command ended by a
+        signal, say)."""
+        doomed = self.doomed()
+        if doomed is not None:
+            return doomed
+        return hint and await self.running() is False
+
+    async def make_room(self, extra: int) -> None:
+        """Room past a bounded box's limit for the run's own files (the freeze's wrapper in
+        a box the agent filled); the box's processes could take it too, so it is small."""
+        disk = self.disk
+        if disk is not None and disk.layer is not None:
+            with contextlib.suppress(OSError):
+                await asyncio.to_thread(raise_quota, disk.layer, disk.limit + extra)
+
+    async def wait_stopped(self, timeout_s: float = 30.0) -> None:
+        """Until the engine has seen the box stop (after its init died)."""
+        with contextlib.suppress(aiodocker.DockerError, TimeoutError):
+            async with asyncio.timeout(timeout_s):
+                await self.raw.wait()
+
+    async def find_init(self, *, wait_s: float = 2.0) -> None:
+        """Name the init and, once the init has started it, its keepalive (its child)."""
+        with contextlib.suppress(aiodocker.DockerError, ValueError, TypeError, KeyError):
+            self.init = Proc.of(int((await self.raw.show())["State"]["Pid"]))
+        if self.init is None:
+            return  # a remote engine: its processes are not ours to see
+        deadline = time.monotonic() + wait_s
+        while not (kids := children(self.init.pid)) and time.monotonic() < deadline:
+            await asyncio.sleep(0.002)  # the init forks its keepalive right after it starts
+        self.keepalive = Proc.of(kids[0]) if kids else None
 
     @property
     def id(self) -> str:
@@ -229,11 +316,17 @@ async def complete_despite_cancel(work: Awaitable[T]) -> T:
 
 async def _exit_code(ex: aiodocker.execs.Exec, *, wait_s: float = 5.0) -> int | None:
     """The exit code once the engine has reaped the process: output can close a moment
-    before that, and an early inspect says `Running` with no code."""
+    before that, and an early inspect says `Running` with no code. None when it never
+    came (the container died with the process)."""
     deadline = time.monotonic() + wait_s
     delay = 0.002
     while True:
-        info = await ex.inspect()
+        try:
+            info = await ex.inspect()
+        except aiodocker.DockerError as err:
+            if err.status in (404, 409):  # its container died, the exec with it: no code
+                return None
+            raise
         if not info.get("Running") or time.monotonic() > deadline:
             return info.get("ExitCode") if not info.get("Running") else None
         await asyncio.sleep(delay)
@@ -307,7 +400,7 @@ async def create_container(
         "SecurityOpt": ["no-new-privileges"],
         "Ulimits": [
             {"Name": "nofile", "Soft": 1024, "Hard": 1024},
-            {"Name": "fsize", "Soft": limits.file_bytes, "Hard": limits.file_bytes},
+            {"Name": "fsize", "Soft": limits.fsize, "Hard": limits.fsize},
             {"Name": "core", "Soft": 0, "Hard": 0},
         ],
     }
@@ -334,10 +427,15 @@ async def create_container(
         ]
         config["Entrypoint"] = [KEEPALIVE_INIT, "--", KEEPALIVE_BUSYBOX]
 
+    guard = await disk_guard(docker) if limits.disk_bytes else DiskGuard.NONE
+
     async def create_and_start() -> Container:
         container = Container(docker, await docker.containers.create(config))
         try:
+            if limits.disk_bytes:
+                container.disk = await _bound_disk(container, limits.disk_bytes, guard)
             await container.raw.start()
+            await container.find_init()
         except BaseException:
             await container.remove()
             raise
@@ -351,6 +449,41 @@ async def create_container(
         if pending.done() and not pending.cancelled() and pending.exception() is None:
             await pending.result().remove()
         raise
+
+
+_guards: dict[tuple[str, str], DiskGuard] = {}
+
+
+async def disk_guard(docker: aiodocker.Docker) -> DiskGuard:
+    """How this engine's boxes are kept to their disk (sandbox/disk.py); found once."""
+    root = await local_data_root(docker)
+    key = (str(docker.docker_host), str(root))
+    if key not in _guards:
+        if root is None:
+            guard = DiskGuard.NONE
+        elif await asyncio.to_thread(quota_works, root):
+            guard = DiskGuard.QUOTA
+        else:
+            guard = DiskGuard.WATCH
+        _guards[key] = guard
+    return _guards[key]
+
+
+async def _bound_disk(container: Container, limit: int, guard: DiskGuard) -> DiskBound:
+    """Between create and start: the layer becomes a subvolume with a quota (the quota
+    guard); where that fails the box is watched instead."""
+    if guard is DiskGuard.QUOTA:
+        info = await container.raw.show()
+        upper = ((info.get("GraphDriver") or {}).get("Data") or {}).get("UpperDir")
+        try:
+            if not upper:
+                raise LayerNotBounded("the engine names no upper directory")
+            await asyncio.to_thread(bound_layer, Path(upper), limit)
+            return DiskBound(limit=limit, guard=guard, layer=Path(upper).parent)
+        except LayerNotBounded as err:
+            log.warning("container %s: no disk quota (%s): watched instead", container.id[:12], err)
+            guard = DiskGuard.WATCH
+    return DiskBound(limit=limit, guard=guard)
 
 
 @contextlib.asynccontextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from pathlib import Path
 
 import aiodocker
 
@@ -43,3 +44,15 @@ def is_engine_error(err: BaseException) -> bool:
     import aiohttp
 
     return isinstance(err, aiohttp.ClientConnectionError | ConnectionError | EngineUnavailable)
+
+
+async def local_data_root(docker: aiodocker.Docker) -> Path | None:
+    """The engine's data root when its overlay2 layers are readable on this host (a local
+    engine on a Unix socket); None for a remote engine or another storage driver."""
+    if not str(docker.docker_host).startswith("unix://"):
+        return None
+    info = await docker.system.info()
+    root = Path(info.get("DockerRootDir", "/var/lib/docker"))
+    if info.get("Driver") != "overlay2" or not os.access(root / "overlay2", os.R_OK):
+        return None
+    return root

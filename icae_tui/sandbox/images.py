@@ -23,12 +23,14 @@ from pathlib import Path
 import aiodocker
 
 from icae_tui.domain.task import Task
-from icae_tui.sandbox.containers import Container, Digest, create_container
+from icae_tui.sandbox.containers import Container, Digest, Limits, create_container
 from icae_tui.sandbox.engine import LABEL_TOOL, TOOL_NAME
 from icae_tui.sandbox.engine_api import import_rootfs
 
 BASE_IMAGE = "icae-base:bookworm"
 DEBIAN_MIRROR = os.environ.get("ICAE_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+# A task's image setup (our recipe, not an agent's work) is not held to a box's disk limit.
+IMAGE_BUILD = Limits(disk_bytes=None)
 
 ProgressFn = Callable[[str], None]
 
@@ -158,7 +160,9 @@ async def ensure_task_images(
     agent = f"icae-agent-{task.id}:{recipe_hash(task, base_id, 'agent')}"
     if not await image_exists(docker, agent):
         progress(f"building {agent}")
-        c = await create_container(docker, base, run_id="image-build", role="build", hardened=False)
+        c = await create_container(
+            docker, base, run_id="image-build", role="build", hardened=False, limits=IMAGE_BUILD
+        )
         try:
             await _run_setup(c, task.spec.image.setup, progress, agent)
             ws, wd = task.spec.delivery.workspace, task.spec.cases.workdir
@@ -171,7 +175,7 @@ async def ensure_task_images(
     if not await image_exists(docker, oracle):
         progress(f"building {oracle}")
         c = await create_container(
-            docker, agent, run_id="image-build", role="build", hardened=False
+            docker, agent, run_id="image-build", role="build", hardened=False, limits=IMAGE_BUILD
         )
         try:
             files: dict[str, bytes] = {}

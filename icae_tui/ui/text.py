@@ -21,6 +21,7 @@ VERDICT_STYLES: dict[str, str] = {
     Verdict.SIDE_EFFECTS: "bold dark_orange",
     Verdict.RUNTIME_ERROR: "bold red",
     Verdict.TIME_LIMIT: "bold magenta",
+    Verdict.DISK_LIMIT: "bold magenta",
     Verdict.BUILD_ERROR: "bold red",
     Verdict.ORACLE_ERROR: "bold yellow",
 }
