@@ -58,15 +58,10 @@ for question in ("How should unknown operations be reported?",
                  "Anything else?"):
     post("ask", {"append_id": append_id, "task_id": task_id, "question": question})
 post("stats", {"append_id": append_id, "task_id": task_id}, to=50003)
-probe = socket.socket()
-probe.settimeout(3)
-try:
-    probe.connect(("1.1.1.1", 80))
-    outside = "reachable"
-except OSError as err:
-    outside = type(err).__name__
+routes = sorted({line.split()[0] for line in open("/proc/net/route").read().splitlines()[1:]}
+                | {line.split()[-1] for line in open("/proc/net/ipv6_route").read().splitlines()})
 show("network", {"interfaces": sorted(__import__("os").listdir("/sys/class/net")),
-                 "outside": outside})
+                 "routes via": routes})
 """
 
 
@@ -125,8 +120,8 @@ async def test_an_icae_eval_client_asks_over_its_loopback_with_no_network(
     }
     assert stats["status"] == {"ok": True}
     assert (stats["stats"]["turns_used"], stats["stats"]["max_interactions"]) == (3, 3)
-    assert network == {"interfaces": ["lo"], "outside": network["outside"]}
-    assert network["outside"] != "reachable"
+    # no interface but the loopback, and no route on any other: nothing leaves the box
+    assert network == {"interfaces": ["lo"], "routes via": ["lo"]}
 
     # every question went through the run's channel: recorded, answered by its desk
     asked = [e for e in events if isinstance(e, QuestionAsked)]
