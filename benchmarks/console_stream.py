@@ -161,7 +161,7 @@ class Agent:
     def __init__(
         self, rate: float, duration: float, chunks: list[tuple[str, int]], case_rate: float
     ) -> None:
-        from icae_tui.domain.results import CaseResult, Score, SideRun, Verdict
+        from icae_tui.domain.results import CaseResult, LadderMetric, Score, SideRun, Verdict
 
         self.rate, self.duration, self.chunks = rate, duration, chunks
         self.case_every = 1 / case_rate if case_rate > 0 else float("inf")
@@ -183,7 +183,7 @@ class Agent:
                 ),
                 verdict=verdicts[i % 4],
                 passed=verdicts[i % 4] is Verdict.ACCEPTED,
-                exec_ok=True,
+                metrics={LadderMetric.EXEC: 1.0},
                 oracle=side,
                 delivery=side,
             )
@@ -577,7 +577,7 @@ async def run_console(args: argparse.Namespace, agent: Agent, tmp: Path) -> Resu
             return len(self.screen.trace.rows), len(self.screen.view.trace)
 
         def next_label(self) -> str:
-            return f"responder {self.screen._next_mode()}"
+            return f"responder {self.screen.operator.next_mode()}"
 
         def lost(self, tally: Tally) -> int:
             shown_elsewhere = tally.cases + tally.score_lines  # case and score lines

@@ -32,9 +32,9 @@ sys.path.insert(0, str(ROOT))
 from icae_tui.catalog import load_catalog  # noqa: E402
 from icae_tui.domain.task import Case, CaseRef, Split, Task  # noqa: E402
 from icae_tui.evaluation.differential import Evaluator, Sides, default_concurrency, invocation  # noqa: E402
-from icae_tui.sandbox.containers import container  # noqa: E402
-from icae_tui.sandbox.engine import connect  # noqa: E402
-from icae_tui.sandbox.images import ensure_task_images  # noqa: E402
+from icae_tui.sandbox.docker.containers import container  # noqa: E402
+from icae_tui.sandbox.docker.engine import connect  # noqa: E402
+from icae_tui.sandbox.docker.images import ensure_task_images  # noqa: E402
 
 
 def suite(task: Task, n: int, file_share: float) -> Task:

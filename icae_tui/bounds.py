@@ -52,8 +52,8 @@ from icae_tui.domain.events import (
     QuestionAnswered,
     QuestionAsked,
 )
-from icae_tui.evaluation.differential import DISPLAY_CAP
-from icae_tui.evaluation.sidefx import CHANGES_JSON_CAP
+from icae_tui.sandbox.base import DISPLAY_CAP
+from icae_tui.sandbox.effects import CHANGES_JSON_CAP
 
 # 200k events are ~20 times a long real run (a model agent's trace of a few thousand
 # commands); 64 MiB holds that trace in full, at 256 KiB of output per command.

@@ -19,7 +19,7 @@ from icae_tui.safe_text import printable
 from icae_tui.store import RunStore, default_home
 
 if TYPE_CHECKING:
-    import aiodocker
+    from icae_tui.sandbox.base import Sandbox
 
 
 def _bounded(kind: type, low: float) -> Callable[[str], float]:
@@ -59,6 +59,19 @@ def _agent_files(args: argparse.Namespace) -> list[Path] | None:
     return paths
 
 
+def _engine_known(args: argparse.Namespace) -> bool:
+    """Whether `--engine` names a backend or an engines entry; one line on stderr if not."""
+    from icae_tui.errors import ConfigError
+    from icae_tui.sandbox.registry import resolve
+
+    try:
+        resolve(args.engine)
+    except ConfigError as err:
+        print(f"error: {printable(str(err), limit=500)}", file=sys.stderr)
+        return False
+    return True
+
+
 def _print_errors(catalog: Catalog) -> None:
     for err in catalog.errors:
         print(f"task error: {printable(str(err))}", file=sys.stderr)
@@ -80,24 +93,25 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     return 1 if catalog.errors and not catalog.tasks else 0
 
 
-def _with_engine(work: Callable[[aiodocker.Docker], Awaitable[int]]) -> int:
-    """Run `work` with a connected engine; engine and image errors become one clear line."""
-    from icae_tui.sandbox.engine import EngineUnavailable, connect
-    from icae_tui.sandbox.images import ImageBuildError
+def _with_engine(args: argparse.Namespace, work: Callable[[Sandbox], Awaitable[int]]) -> int:
+    """Run `work` with the engine `--engine` names; engine, image and config errors become
+    one clear line."""
+    from icae_tui.errors import ConfigError, ImageBuildError, SandboxError
+    from icae_tui.sandbox.registry import open_sandbox
 
     async def go() -> int:
         try:
-            docker = await connect()
-        except EngineUnavailable as err:
+            sandbox = await open_sandbox(args.engine)
+        except (SandboxError, ConfigError) as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
         try:
-            return await work(docker)
+            return await work(sandbox)
         except ImageBuildError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
         finally:
-            await docker.close()
+            await sandbox.close()
 
     return asyncio.run(go())
 
@@ -115,19 +129,18 @@ def _wanted(args: argparse.Namespace, catalog: Catalog) -> list[Task] | None:
 def cmd_tasks_verify(args: argparse.Namespace) -> int:
     from icae_tui.evaluation.verify import verify_task
     from icae_tui.run import new_run_id
-    from icae_tui.sandbox.images import ensure_task_images
 
     catalog = _catalog(args)
     _print_errors(catalog)
     if (wanted := _wanted(args, catalog)) is None:
         return 2
 
-    async def verify(docker: aiodocker.Docker) -> int:
+    async def verify(sandbox: Sandbox) -> int:
         bad = 0
         for task in wanted:
-            images = await ensure_task_images(docker, task)
+            images = await sandbox.task_images(task)
             run_id = new_run_id()
-            checks = [c async for c in verify_task(docker, task, images.oracle, run_id=run_id)]
+            checks = [c async for c in verify_task(sandbox, task, images.oracle, run_id=run_id)]
             for c in sorted(checks, key=lambda c: c.case_id):
                 if not c.ok:
                     print(f"  {task.id} {c.case_id}: {printable(c.detail)}")
@@ -137,12 +150,10 @@ def cmd_tasks_verify(args: argparse.Namespace) -> int:
                   "(deterministic and equal to the stored expected_output)")  # fmt: skip
         return 1 if bad or catalog.errors else 0
 
-    return _with_engine(verify)
+    return _with_engine(args, verify)
 
 
 def cmd_images(args: argparse.Namespace) -> int:
-    from icae_tui.sandbox.images import ensure_base_image, ensure_task_images
-
     catalog = _catalog(args)
     _print_errors(catalog)
     if (wanted := _wanted(args, catalog)) is None:
@@ -151,14 +162,14 @@ def cmd_images(args: argparse.Namespace) -> int:
     def progress(message: str) -> None:
         print(f"  {message}", flush=True)
 
-    async def build(docker: aiodocker.Docker) -> int:
-        await ensure_base_image(docker, progress)
+    async def build(sandbox: Sandbox) -> int:
+        await sandbox.base_image(progress)
         for task in wanted:
-            images = await ensure_task_images(docker, task, progress)
+            images = await sandbox.task_images(task, progress)
             print(f"{task.id}: agent {images.agent} · oracle {images.oracle}")
         return 0
 
-    return _with_engine(build)
+    return _with_engine(args, build)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -174,7 +185,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         known = ", ".join(catalog.tasks) or "none"
         print(f"error: unknown task {args.task!r} (known: {known})", file=sys.stderr)
         return 2
-    if (agent_files := _agent_files(args)) is None:
+    if (agent_files := _agent_files(args)) is None or not _engine_known(args):
         return 2
     # Before the store: a mistyped agent is the operator's error, not a failed run.
     if why := check_agent(args.agent, task, agent_files):
@@ -190,8 +201,12 @@ def cmd_run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
-        key = os.environ.get(args.user_api_key_env, "not-needed")
-        user_model = ModelConfig(model=args.user_model, base_url=args.user_base_url, api_key=key)
+        # the run's gateway reads the key from this variable; an unset one: no key (a local
+        # server needs none)
+        key_env = args.user_api_key_env if os.environ.get(args.user_api_key_env) else None
+        user_model = ModelConfig(
+            model=args.user_model, base_url=args.user_base_url, api_key_env=key_env
+        )
     store = RunStore(Path(args.home) / "runs.db" if args.home else None)
     config = RunConfig(
         task=task,
@@ -204,6 +219,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         agent_files=tuple(agent_files),
         model_replay=args.model_replay,
+        engine=args.engine,
         icae_wire=args.icae_wire,
     )
     try:
@@ -246,7 +262,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_reap(args: argparse.Namespace) -> int:
-    from icae_tui.sandbox.reaper import reap, reap_ask_folders
+    from icae_tui.socket_folders import reap_ask_folders
 
     # What needs no engine first: a run whose owner died, its clarification socket folder.
     store = RunStore(Path(args.home) / "runs.db" if args.home else None)
@@ -256,15 +272,15 @@ def cmd_reap(args: argparse.Namespace) -> int:
     print(f"marked {len(interrupted)} run(s) interrupted; "
           f"removed {len(folders)} orphaned clarification folder(s)")  # fmt: skip
 
-    async def sweep(docker: aiodocker.Docker) -> int:
-        report = await reap(docker)
+    async def sweep(sandbox: Sandbox) -> int:
+        report = await sandbox.sweep()
         print(
             f"removed {len(report.containers)} container(s) and {len(report.images)} image(s); "
             f"kept {report.kept} container(s) of live runs"
         )
         return 0
 
-    return _with_engine(sweep)
+    return _with_engine(args, sweep)
 
 
 def cmd_agents(args: argparse.Namespace) -> int:
@@ -402,6 +418,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--agents", action="append", metavar="FILE",
                    help="agents TOML read after the defaults and the user's file "
                    "(~/.config/icae-tui/agents.toml); its entries win (repeatable)")  # fmt: skip
+    p.add_argument("--engine", default="docker", metavar="NAME",
+                   help="the sandbox backend (docker), or an entry of "
+                   "~/.config/icae-tui/engines.toml (default: docker)")  # fmt: skip
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     sub.add_parser("console", help="open the console (the default)")

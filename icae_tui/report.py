@@ -4,6 +4,10 @@ They inherit the run's bounds (icae_tui.bounds) and say what was not kept: `turn
 stored questions, `refused_questions` counts the ones past the budget that were not; each
 side of a case lists at most CHANGES_CAP changes, with `changes_total` and `capped_changes`
 giving the true counts; `dropped` counts the trace events past the run's store bound.
+
+Metrics are by name, as the run's scorers declared them: `metrics` lists the case metrics
+(name, label, description, kind), each case's `metrics` holds its values, and the score's
+`metrics` and `rates` the aggregated ones.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from icae_tui.domain.events import (
 )
 from icae_tui.users.metrics import interaction_metrics
 
-REPORT_VERSION = 2  # 2: bounded (refused_questions, dropped, capped_changes)
+REPORT_VERSION = 3  # 2: bounded (refused_questions, dropped, capped_changes); 3: metrics by name
 
 
 def build_report(events: list[Event]) -> dict[str, Any]:
@@ -83,6 +87,7 @@ def build_report(events: list[Event]) -> dict[str, Any]:
                 )
             case CasesPlanned():
                 order = {case_id: i for i, case_id in enumerate(ev.case_ids)}
+                report["metrics"] = [m.model_dump(mode="json") for m in ev.metrics]
             case CaseFinished():
                 report["cases"].append(ev.result.model_dump(mode="json"))
             case ScoreUpdated():

@@ -15,18 +15,17 @@ import dataclasses
 import logging
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import aiodocker
-
 from icae_tui.agents.base import Agent, AgentError, AgentStop, Limits
-from icae_tui.agents.command_agent import CommandAgent
 from icae_tui.agents.endpoint import GatewayEndpoint
-from icae_tui.agents.model_agent import ModelAgent
 from icae_tui.agents.pause import PauseGate
 from icae_tui.agents.registry import make_agent
 from icae_tui.agents.session import AgentSession
+from icae_tui.aio import complete_despite_cancel
+from icae_tui.domain.agent import PauseMethod
 from icae_tui.domain.events import (
     AgentPaused,
     AgentResumed,
@@ -45,45 +44,35 @@ from icae_tui.domain.events import (
     ScoreUpdated,
 )
 from icae_tui.domain.results import CaseResult, Score
-from icae_tui.domain.states import Phase, ResponderMode, RunStatus, StopReason
+from icae_tui.domain.states import ModelRole, Phase, ResponderMode, RunStatus, StopReason
 from icae_tui.domain.task import Level, Split, Task
-from icae_tui.evaluation.differential import EngineLost, Evaluator, Sides, build_error_result
+from icae_tui.errors import ConfigError, EngineLost, EngineUnavailable, InfraError, SandboxError
+from icae_tui.evaluation.differential import Evaluator, Sides, build_error_result
 from icae_tui.evaluation.gate import (
     ASK_TOOL,
     DeliveryMissing,
     build_gate,
     delivery_image_name,
     freeze,
-    remove_image,
     start_icae_wire_forwarders,
     start_model_proxy,
 )
-from icae_tui.evaluation.scoring import score
+from icae_tui.evaluation.scoring import metric_specs, score
 from icae_tui.gateway import (
     GatewayConfig,
-    MissingKey,
     ModelCall,
     ModelGateway,
     ReplayUpstream,
-    WireApi,
     dump_call,
     load_calls,
 )
 from icae_tui.gateway import serving as gateway_serving
 from icae_tui.runlog import Display, RunLog
-from icae_tui.sandbox.agent_images import ensure_agent_image
-from icae_tui.sandbox.containers import (
-    Container,
-    complete_despite_cancel,
-    create_container,
-    disk_guard,
-)
-from icae_tui.sandbox.containers import Limits as BoxLimits
-from icae_tui.sandbox.disk import DiskGuard
-from icae_tui.sandbox.engine import EngineUnavailable, connect, is_engine_error
-from icae_tui.sandbox.images import ImageBuildError, TaskImages, ensure_task_images
-from icae_tui.sandbox.reaper import reap, reap_ask_folders, remove_run_containers
-from icae_tui.store import RunStore
+from icae_tui.sandbox.base import Box, BoxSpec, DiskGuard, Role, Sandbox, TaskImages
+from icae_tui.sandbox.base import Limits as BoxLimits
+from icae_tui.sandbox.registry import DEFAULT_ENGINE, open_sandbox
+from icae_tui.socket_folders import reap_ask_folders
+from icae_tui.store import MODEL_CALLS_FILE, RunStore
 from icae_tui.users.ask_server import icae_ask_script, icae_wire_routes, serving
 from icae_tui.users.channel import ClarificationChannel
 from icae_tui.users.icae_wire import QUERY_PORT, with_clarification
@@ -94,7 +83,6 @@ from icae_tui.users.responders import Desk, Responder, SimulatedUser
 log = logging.getLogger(__name__)
 
 SUBMISSION_CHARS = 64 * 1024  # of the agent's final message: always stored, so bounded
-MODEL_CALLS_FILE = "model_calls.jsonl"  # beside report.json: a line per model call, bodies capped
 # Said at the start of a run whose engine cannot hold boxes to their disk by a quota.
 DISK_NOTES = {
     DiskGuard.WATCH: "disk limits are watched from the host (the engine's file system takes "
@@ -129,6 +117,7 @@ class RunConfig:
     # shell in it); whoever keeps it removes it with `discard_delivery` (else the reaper
     # does, once this process is gone or its day has passed).
     keep_delivery: bool = False
+    engine: str = DEFAULT_ENGINE  # a sandbox backend, or an entry of the engines file
 
     def __post_init__(self) -> None:
         """Options from any display are checked here, once, with the option's name."""
@@ -168,12 +157,13 @@ class Run:
         self.store = store
         self.run_id = new_run_id()
         self.log = RunLog(self.run_id, store)
+        self._model_user: ModelUser | None = None  # the automatic user, when it is a model
         self.desk = Desk(self._auto_responder(), config.responder)
         self._running = False  # between RunStarted and RunFinished: switches are recorded
         self._background: set[asyncio.Task[None]] = set()
         self.leftovers_removed: list[str] = []  # found by the final sweep: a cleanup bug if any
         self.gate = PauseGate()  # the operator's pause of the agent
-        self._building: tuple[Agent, Container] | None = None  # while the agent builds
+        self._building: tuple[Agent, Box] | None = None  # while the agent builds
         self._clock: asyncio.Timeout | None = None  # the agent's wall clock, while it builds
 
     # --- events (the log does the work) ---------------------------------------------------
@@ -196,10 +186,10 @@ class Run:
         if self._building is None or not self.gate.close():
             return False
         agent, box = self._building
-        if isinstance(agent, CommandAgent):
+        if agent.needs.pause is PauseMethod.FREEZE_BOX:
             try:
-                await box.raw.pause()
-            except aiodocker.DockerError:  # its box died meanwhile: nothing left to pause
+                await box.pause()
+            except SandboxError:  # its box died meanwhile: nothing left to pause
                 self.gate.open()
                 return False
         await self.emit(AgentPaused(by=by))
@@ -210,9 +200,9 @@ class Run:
         if self._building is None or not self.gate.paused:
             return False
         agent, box = self._building
-        if isinstance(agent, CommandAgent):
-            with contextlib.suppress(aiodocker.DockerError):  # a box that died stays so
-                await box.raw.unpause()
+        if agent.needs.pause is PauseMethod.FREEZE_BOX:
+            with contextlib.suppress(SandboxError):  # a box that died stays so
+                await box.resume()
         paused_for = self.gate.open() or 0.0
         clock = self._clock
         if clock is not None and clock.when() is not None:
@@ -245,7 +235,8 @@ class Run:
             cfg.task.user_agent[cfg.level].oracle_data, public_case_files(Path(cfg.task.root))
         )
         if cfg.user_model is not None:
-            return ModelUser(data, cfg.user_model)
+            self._model_user = ModelUser(data, cfg.user_model)
+            return self._model_user
         return SimulatedUser(data)
 
     def _started(self, limits: Limits) -> RunStarted:
@@ -281,29 +272,28 @@ class Run:
         await self.emit(self._started(agent.limits if agent is not None else Limits()))
         self._running = True
         outcome = RunOutcome(self.run_id, RunStatus.FAILED, None)
-        docker: aiodocker.Docker | None = None
+        sandbox: Sandbox | None = None
         try:
             if agent is None:
                 raise broken or AgentError(f"agent {cfg.agent!r}: not made")
-            docker = await connect()
-            await self._sweep(docker)
-            outcome = await self._phases(docker, agent)
+            sandbox = await open_sandbox(cfg.engine)
+            await self._sweep(sandbox)
+            outcome = await self._phases(sandbox, agent)
         except asyncio.CancelledError:
             outcome = RunOutcome(
                 self.run_id, RunStatus.CANCELLED, None, "cancelled by the operator"
             )
             await asyncio.shield(self._finish(outcome))
             raise
-        except (AgentError, EngineUnavailable, ImageBuildError, MissingKey) as err:
+        except (ConfigError, EngineUnavailable) as err:
             outcome = RunOutcome(self.run_id, RunStatus.FAILED, None, str(err))
         except Exception as err:
-            message = await _explain_failure(err, self.log.phase)
+            message = await _explain_failure(err, self.log.phase, sandbox)
             outcome = RunOutcome(self.run_id, RunStatus.FAILED, None, message)
         finally:
-            if docker is not None:
-                await self._remove_leftovers(docker)
-                with contextlib.suppress(Exception):
-                    await asyncio.shield(docker.close())
+            if sandbox is not None:
+                await self._remove_leftovers(sandbox)
+                await asyncio.shield(sandbox.close())
         await self._finish(outcome)
         return outcome
 
@@ -314,20 +304,20 @@ class Run:
         for folder in reap_ask_folders():
             log.info("removed orphaned clarification folder %s", folder)
 
-    async def _remove_leftovers(self, docker: aiodocker.Docker) -> None:
+    async def _remove_leftovers(self, sandbox: Sandbox) -> None:
         """Whatever still carries this run's label goes, even on cancel or a failed phase."""
         try:
-            removed = await complete_despite_cancel(remove_run_containers(docker, self.run_id))
+            removed = await complete_despite_cancel(sandbox.remove_run_boxes(self.run_id))
             self.leftovers_removed = removed
         except Exception as err:  # the engine may be gone: the reaper will get them later
-            log.warning("run %s: could not check for leftover containers: %s", self.run_id, err)
+            log.warning("run %s: could not check for leftover boxes: %s", self.run_id, err)
             return
         if removed:
-            log.warning("run %s: removed %d leftover container(s)", self.run_id, len(removed))
+            log.warning("run %s: removed %d leftover box(es)", self.run_id, len(removed))
 
-    async def _sweep(self, docker: aiodocker.Docker) -> None:
+    async def _sweep(self, sandbox: Sandbox) -> None:
         """Start-up sweep: what crashed runs left behind (ours, dead or expired) goes."""
-        swept = await reap(docker)
+        swept = await sandbox.sweep()
         if swept.containers or swept.images:
             await self.emit(
                 Progress(
@@ -354,57 +344,67 @@ class Run:
         overall = outcome.score.overall if outcome.score and outcome.score.measured else None
         self.store.finish_run(self.run_id, outcome.status, time.time(), overall, outcome.error)
 
-    async def _phases(self, docker: aiodocker.Docker, agent: Agent) -> RunOutcome:
+    async def _phases(self, sandbox: Sandbox, agent: Agent) -> RunOutcome:
         task = self.config.task
         await self.emit(PhaseChanged(phase=Phase.PREPARE, detail="images"))
-        images = await self._prepare(docker)
+        images = await self._prepare(sandbox)
         await self.emit(PhaseChanged(phase=Phase.GENERATE, detail=agent.name))
         delivery_image = delivery_image_name(task, self.run_id)
         missing = ""
         try:
-            await self._generate_and_freeze(docker, agent, images, delivery_image)
+            await self._generate_and_freeze(sandbox, agent, images, delivery_image)
         except DeliveryMissing as err:  # judged missing: a score, not a failed run
             missing = str(err)
         kept = False
         try:
-            outcome = await self._judge(docker, images.oracle, delivery_image, missing=missing)
+            outcome = await self._judge(sandbox, images.oracle, delivery_image, missing=missing)
             if self.config.keep_delivery and outcome.status is RunStatus.COMPLETED:
                 outcome.sides = Sides(oracle_image=images.oracle, delivery_image=delivery_image)
                 kept = True
             return outcome
         finally:
             if not kept:
-                await remove_image(docker, delivery_image)
+                await sandbox.remove_image(delivery_image)
 
-    async def _prepare(self, docker: aiodocker.Docker) -> TaskImages:
+    def _progress(self) -> Callable[[str], None]:
+        """A progress callback for sync code: each message an event, in order."""
         loop = asyncio.get_running_loop()
 
         def progress(message: str) -> None:
             loop.create_task(self.emit(Progress(message=message)))
 
-        images = await ensure_task_images(docker, self.config.task, progress)
+        return progress
+
+    async def _prepare(self, sandbox: Sandbox) -> TaskImages:
+        images = await sandbox.task_images(self.config.task, self._progress())
         await asyncio.sleep(0)  # let queued progress events land in order
-        if note := DISK_NOTES.get(await disk_guard(docker)):
+        if note := DISK_NOTES.get(sandbox.disk_guard):
             await self.emit(Progress(message=note))
         return images
 
     async def _generate_and_freeze(
-        self, docker: aiodocker.Docker, agent: Agent, images: TaskImages, delivery_image: str
+        self, sandbox: Sandbox, agent: Agent, images: TaskImages, delivery_image: str
     ) -> None:
         cfg, task = self.config, self.config.task
         workspace = task.spec.delivery.workspace
-        image = await self._agent_image(docker, agent, images.agent)
+        image = await self._agent_image(sandbox, agent, images.agent)
         async with (
+            contextlib.AsyncExitStack() as stack,
             ClarificationChannel(self.desk, self.budget, self.emit) as channel,
             # closed first: then the final count
             serving(channel, task_id=task.id, icae_port=cfg.icae_wire_port) as ask_server,
             self._model_gateway(agent) as gateway,
+            self._user_gateway() as user_gateway,
         ):
-            binds = [ask_server.bind] + ([gateway.bind] if gateway is not None else [])
-            agent_box = await create_container(
-                docker, image, run_id=self.run_id, role="agent",
-                workdir=workspace, binds=binds, limits=_box_limits(agent, task),
-            )  # fmt: skip
+            if user_gateway is not None and self._model_user is not None:
+                user_endpoint = GatewayEndpoint(user_gateway.socket_path, user_gateway.token)
+                self._model_user.endpoint = user_endpoint
+                stack.push_async_callback(user_endpoint.close)
+            channels = [ask_server.box_channel] + ([gateway.box_channel] if gateway else [])
+            agent_box = await sandbox.create_box(BoxSpec(
+                image=image, run_id=self.run_id, role=Role.AGENT, workdir=workspace,
+                channels=tuple(channels), limits=_box_limits(agent, task),
+            ))  # fmt: skip
             try:
                 await agent_box.put_files({ASK_TOOL: icae_ask_script()}, mode=0o755)
                 session = AgentSession(
@@ -413,7 +413,7 @@ class Run:
                     records_dir=self.log.report_path.parent, gate=self.gate,
                 )  # fmt: skip
                 if gateway is not None:
-                    session.extra_env = await start_model_proxy(agent_box, gateway)
+                    session.env = await start_model_proxy(agent_box, gateway)
                 prd = task.prd[cfg.level]
                 if cfg.icae_wire:
                     await start_icae_wire_forwarders(
@@ -427,9 +427,9 @@ class Run:
                     self._building = None
                     if self.gate.paused:  # paused when it ended (a limit, an error): go on
                         self.gate.open()
-                        if isinstance(agent, CommandAgent):
-                            with contextlib.suppress(aiodocker.DockerError):
-                                await agent_box.raw.unpause()
+                        if agent.needs.pause is PauseMethod.FREEZE_BOX:
+                            with contextlib.suppress(SandboxError):
+                                await agent_box.resume()
                 await self.emit(PhaseChanged(phase=Phase.FREEZE, detail=delivery_image))
                 await freeze(agent_box, task, delivery_image, run_id=self.run_id)
             finally:
@@ -466,50 +466,69 @@ class Run:
         await self.emit(AgentSubmitted(message=final[:SUBMISSION_CHARS]))
         await self.emit(AgentStopped(reason=StopReason.SUBMITTED, steps=session.steps))
 
-    async def _agent_image(self, docker: aiodocker.Docker, agent: Agent, base: str) -> str:
-        """The task's agent image, with a CLI agent installed into it (built once)."""
-        if not isinstance(agent, CommandAgent):
+    async def _agent_image(self, sandbox: Sandbox, agent: Agent, base: str) -> str:
+        """The task's agent image, with the agent installed into it if it needs (built once)."""
+        need = agent.needs.image
+        if need is None:
             return base
-        s = agent.settings
-        loop = asyncio.get_running_loop()
-
-        def progress(message: str) -> None:
-            loop.create_task(self.emit(Progress(message=message)))
-
-        image = await ensure_agent_image(
-            docker, base, agent.name, s.version, s.install, progress, run_id=self.run_id
-        )
+        image = await sandbox.agent_image(
+            base, agent.name, need.version, list(need.install), self._progress(),
+            run_id=self.run_id,
+        )  # fmt: skip
         await asyncio.sleep(0)  # let queued progress events land in order
         return image
 
     def _model_gateway(self, agent: Agent) -> contextlib.AbstractAsyncContextManager:
-        """The run's model gateway for a model or command agent (none for scripted agents):
+        """The run's model gateway for an agent that needs a model (none for the others):
         the configured endpoint, or the recorded calls of `model_replay`; its calls are
         events, and each is appended to the run's model_calls.jsonl as it ends."""
-        if not isinstance(agent, ModelAgent | CommandAgent):
+        need, limits = agent.needs.model, agent.limits
+        if need is None:
             return contextlib.nullcontext(None)
-        s = agent.settings
         config = GatewayConfig(
-            base_url=s.base_url or "", model=s.model, api_key_env=s.api_key_env or "",
-            wire_api=WireApi(s.wire_api.value), price_in_per_mtok=s.price_in_per_mtok, price_out_per_mtok=s.price_out_per_mtok,
-            max_calls=s.limits.max_model_calls, max_tokens=s.limits.max_tokens,
-            max_cost=s.limits.max_cost_usd,
+            base_url=need.base_url or "", model=need.model, api_key_env=need.api_key_env or "",
+            wire_api=need.wire_api, price_in_per_mtok=need.price_in_per_mtok,
+            price_out_per_mtok=need.price_out_per_mtok, max_calls=limits.max_model_calls,
+            max_tokens=limits.max_tokens, max_cost=limits.max_cost_usd,
         )  # fmt: skip
         upstream = None
         if self.config.model_replay:
-            upstream = ReplayUpstream(self._recorded_calls(self.config.model_replay))
-        elif not s.base_url:
+            upstream = ReplayUpstream(
+                self._recorded_calls(self.config.model_replay, ModelRole.AGENT)
+            )
+        elif not need.base_url:
             raise AgentError(f"agent {agent.name}: needs an endpoint (base_url in agents.toml)")
-        return gateway_serving(config, upstream=upstream, record=self._call)
+        return gateway_serving(config, upstream=upstream, record=self._recorder(ModelRole.AGENT))
 
-    def _recorded_calls(self, run_id: str) -> list[ModelCall]:
+    def _recorded_calls(self, run_id: str, role: ModelRole) -> list[ModelCall]:
+        """The calls `role` made in run `run_id` (each role has its own gateway)."""
         path = self.store.artifacts_dir / run_id / MODEL_CALLS_FILE
         try:
-            return load_calls(path.read_text(encoding="utf-8"))
+            calls = load_calls(path.read_text(encoding="utf-8"))
         except OSError:
             raise AgentError(f"--model-replay {run_id}: no recorded model calls ({path})") from None
         except ValueError as err:
             raise AgentError(f"--model-replay {run_id}: {path}: {err}") from None
+        return [c for c in calls if c.role is role]
+
+    def _user_gateway(self) -> contextlib.AbstractAsyncContextManager[ModelGateway | None]:
+        """The model-mode user's gateway (role `user`): its calls recorded and replayable
+        like the agent's; none when the user is not a model."""
+        user = self.config.user_model
+        if user is None:
+            return contextlib.nullcontext(None)
+        config = GatewayConfig(base_url=user.base_url, model=user.model,
+                               api_key_env=user.api_key_env or "", timeout_s=user.timeout_s)  # fmt: skip
+        upstream = None
+        if self.config.model_replay:
+            upstream = ReplayUpstream(self._recorded_calls(self.config.model_replay, ModelRole.USER))
+        return gateway_serving(config, upstream=upstream, record=self._recorder(ModelRole.USER))
+
+    def _recorder(self, role: ModelRole) -> Callable[[ModelCall], Awaitable[None]]:
+        async def record(call: ModelCall) -> None:
+            await self._call(call.model_copy(update={"role": role}))
+
+        return record
 
     async def _call(self, call: ModelCall) -> None:
         path = self.log.report_path.with_name(MODEL_CALLS_FILE)
@@ -518,7 +537,7 @@ class Run:
             out.write(dump_call(call))
         await self.emit(
             ModelCallMade(
-                index=call.index, call_kind=call.kind, model=call.upstream_model or call.model,
+                role=call.role, index=call.index, call_kind=call.kind, model=call.upstream_model or call.model,
                 status=call.status, attempts=call.attempts,
                 infra_failures=len(call.infra_failures), tokens_in=call.tokens_in,
                 tokens_out=call.tokens_out, cost=call.cost, latency_s=round(call.latency_s, 3),
@@ -528,7 +547,7 @@ class Run:
         )  # fmt: skip
 
     async def _judge(
-        self, docker: aiodocker.Docker, oracle_image: str, delivery_image: str, *, missing: str
+        self, sandbox: Sandbox, oracle_image: str, delivery_image: str, *, missing: str
     ) -> RunOutcome:
         """`missing`: why there is no delivery to judge (then every case is a build error)."""
         cfg, task = self.config, self.config.task
@@ -537,13 +556,14 @@ class Run:
         if missing:
             build = BuildChecked(ok=False, exit_code=None, reason=f"no delivery: {missing}")
         else:
-            build = await build_gate(docker, task, delivery_image, run_id=self.run_id)
+            build = await build_gate(sandbox, task, delivery_image, run_id=self.run_id)
         await self.emit(build)
         await self.emit(
             CasesPlanned(
                 case_ids=[r.id for r in refs],
                 patterns=[r.pattern for r in refs],
                 splits=[r.split.value for r in refs],
+                metrics=list(metric_specs()),
             )
         )
         results: list[CaseResult] = []
@@ -560,7 +580,7 @@ class Run:
         await self.emit(PhaseChanged(phase=Phase.EVALUATE, detail=f"{len(refs)} cases"))
         sides = Sides(oracle_image=oracle_image, delivery_image=delivery_image)
         async with (
-            Evaluator(docker, task, sides, run_id=self.run_id, concurrency=cfg.concurrency) as ev,
+            Evaluator(sandbox, task, sides, run_id=self.run_id, concurrency=cfg.concurrency) as ev,
             # closed here, not whenever it is collected: on any error (EngineLost, a failed
             # emit) its pending cases are cancelled and awaited before the pools close
             contextlib.aclosing(ev.run_cases(refs)) as cases,
@@ -575,30 +595,26 @@ class Run:
 
 
 def _box_limits(agent: Agent, task: Task) -> BoxLimits:
-    """The agent container's bounds: its disk is the task's; a CLI agent's entry may give
-    it more memory or pids."""
+    """The agent's box: its disk is the task's; an agent may need more memory or pids."""
     default = BoxLimits(disk_bytes=task.spec.delivery.disk_mb * 2**20)
-    if not isinstance(agent, CommandAgent):
-        return default
-    s = agent.settings
+    needs = agent.needs
     return dataclasses.replace(
         default,
-        memory_bytes=s.memory_mb * 2**20 if s.memory_mb else default.memory_bytes,
-        pids=s.pids or default.pids,
+        memory_bytes=needs.memory_mb * 2**20 if needs.memory_mb else default.memory_bytes,
+        pids=needs.pids or default.pids,
     )
 
 
-async def _explain_failure(err: Exception, phase: str) -> str:
-    """One line a person can act on: was it the engine, a container, or our own bug?"""
+async def _explain_failure(err: Exception, phase: str, sandbox: Sandbox | None) -> str:
+    """One line a person can act on: was it the engine, a box, or our own bug?"""
     detail = f"{type(err).__name__}: {err}"
     if isinstance(err, EngineLost):  # the evaluator already probed: no second guess
         return f"Docker engine lost during {phase}; start it again and re-run ({err})"
-    if is_engine_error(err) or isinstance(err, aiodocker.DockerError):
-        try:
-            probe = await connect(timeout_s=3)
-            await probe.close()
-        except EngineUnavailable:
-            return f"Docker engine lost during {phase}; start it again and re-run ({detail})"
-        if isinstance(err, aiodocker.DockerError):
-            return f"Docker refused an operation during {phase} ({detail})"
-    return f"run failed during {phase}: {detail}"
+    if isinstance(err, InfraError):
+        if sandbox is not None:
+            try:
+                await sandbox.ping()
+            except EngineUnavailable:
+                return f"Docker engine lost during {phase}; start it again and re-run ({detail})"
+        return f"the engine failed during {phase} ({detail})"
+    return f"run failed during {phase}: internal error: {detail}"

@@ -39,6 +39,9 @@ CREATE INDEX IF NOT EXISTS events_responder ON events (run_id, seq) WHERE kind =
 """
 
 
+MODEL_CALLS_FILE = "model_calls.jsonl"  # a run's artifact, beside report.json: a line per model call
+
+
 def default_home() -> Path:
     env = os.environ.get("ICAE_HOME")
     if env:

@@ -51,6 +51,7 @@ from icae_tui.domain.events import (
     RunStarted,
     ScoreUpdated,
 )
+from icae_tui.domain.states import ModelRole
 
 SCHEMA_VERSION = "ATIF-v1.4"
 OUTPUT_CHARS = 64 * 1024  # of one command's output in its observation
@@ -164,7 +165,7 @@ def build_trajectory(events: list[Event]) -> dict[str, Any]:
             case RunStarted():
                 started = ev
                 b.step(ev, "user", ev.prd, extra={"level": ev.level, "budget": ev.budget})
-            case ModelCallMade():
+            case ModelCallMade() if ev.role is ModelRole.AGENT:  # the agent's trajectory
                 b.called(ev)
             case AgentSaid():
                 b.step(ev, "agent", ev.text)

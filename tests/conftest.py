@@ -20,7 +20,7 @@ _engine_state: dict[str, str | None] = {}
 
 def _engine_problem() -> str | None:
     if "problem" not in _engine_state:
-        from icae_tui.sandbox.engine import EngineUnavailable, connect
+        from icae_tui.sandbox.docker.engine import EngineUnavailable, connect
 
         async def probe() -> str | None:
             try:

@@ -38,8 +38,8 @@ def case(case_id: str, passed: bool) -> CaseResult:
     return CaseResult(
         case_id=case_id, split=split, pattern=rest.split("#")[0], command="tool",
         verdict=Verdict.ACCEPTED if passed else Verdict.WRONG_ANSWER,
-        reason="identical" if passed else "stdout differs", exec_ok=True, sp=passed,
-        em=passed, fm=passed, passed=passed,
+        reason="identical" if passed else "stdout differs", passed=passed,
+        metrics={"exec": 1.0, "sp": passed, "em": passed, "fm": passed},
     )  # fmt: skip
 
 
@@ -128,7 +128,7 @@ def ladder(result: CaseResult) -> str:
 
 def test_a_wrong_exit_code_leaves_the_later_rungs_not_reached():
     r = judge(TASK, REF, side(exit_code=0), side(exit_code=1))
-    assert r.verdict is Verdict.WRONG_ANSWER and r.fm_score == 1.0
+    assert r.verdict is Verdict.WRONG_ANSWER and r.metrics["fm_score"] == 1.0
     text = ladder(r)
     assert text.startswith("exec ✘"), text
     assert "SP, EM, FM not reached" in text

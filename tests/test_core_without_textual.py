@@ -18,7 +18,7 @@ CORE = [
     "icae_tui.users.responders",
     "icae_tui.evaluation.differential",
     "icae_tui.evaluation.scoring",
-    "icae_tui.sandbox.images",
+    "icae_tui.sandbox.docker.images",
 ]
 
 

@@ -1,8 +1,9 @@
 from icae_tui.domain.results import CaseResult, Verdict
 from icae_tui.evaluation.compare import exact_match, fuzzy_score, normalise_whitespace
 from icae_tui.evaluation.scoring import score
-from icae_tui.evaluation.sidefx import to_file_changes
-from icae_tui.evaluation.sides import fallback_diff
+from icae_tui.sandbox.docker.hostview import ENGINE_NOISE
+from icae_tui.sandbox.docker.sides import fallback_diff
+from icae_tui.sandbox.effects import to_file_changes
 
 
 def test_whitespace_normalisation():
@@ -30,7 +31,7 @@ def test_fallback_diff_and_display_paths():
         "/data/m/__pycache__": ("dir", 493, 0, "", ""),
     }
     diff = fallback_diff(before, after)
-    changes = {c.path: c for c in to_file_changes(diff, workdir="/data")}
+    changes = {c.path: c for c in to_file_changes(diff, workdir="/data", noise=ENGINE_NOISE)}
     assert changes["a"].change == "modified" and changes["a"].sha256 == "y"
     assert changes["new"].change == "added" and changes["new"].type == "dir"
     assert changes["/etc/passwd"].change == "added"  # outside the work dir: absolute
@@ -38,14 +39,14 @@ def test_fallback_diff_and_display_paths():
     assert "/usr/sbin/docker-init" not in changes  # engine noise
     assert "m/__pycache__" not in changes  # default ignore glob
     assert fallback_diff(before, before) == {}
-    assert to_file_changes(diff, workdir="/data", ignore=["/etc/*"]).__len__() == len(changes) - 1
+    assert to_file_changes(diff, workdir="/data", ignore=["/etc/*"], noise=ENGINE_NOISE).__len__() == len(changes) - 1
 
 
 def _result(case_id, split, pattern, passed):
     return CaseResult(
         case_id=case_id, split=split, pattern=pattern, command="t",
         verdict=Verdict.ACCEPTED if passed else Verdict.WRONG_ANSWER, reason="",
-        exec_ok=True, passed=passed,
+        metrics={"exec": 1.0}, passed=passed,
     )  # fmt: skip
 
 

@@ -3,7 +3,7 @@ no Docker).
 
 (a) No module reads or writes a private attribute (`x._name`: one leading underscore, not a
     dunder; also `getattr(x, "_name")` and friends) of anything but `self`, `cls` or
-    `super()`. The one exception is the engine adapter, `icae_tui/sandbox/engine_api.py`,
+    `super()`. The one exception is the engine adapter, `icae_tui/sandbox/docker/engine_api.py`,
     the single place that reaches past aiodocker's public API: each access there must be in
     `ADAPTER_ALLOWED` with its reason. `icae_tui/ui/` is held to the same rule (it had no
     such access when the rule came in).
@@ -29,7 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "icae_tui"
-ADAPTER = "icae_tui/sandbox/engine_api.py"
+ADAPTER = "icae_tui/sandbox/docker/engine_api.py"
 UI = "icae_tui/ui/"
 
 # (a) in the adapter: (expression, reason). Keep each reason next to the code's own comment.

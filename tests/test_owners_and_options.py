@@ -18,7 +18,8 @@ from icae_tui.catalog import load_catalog
 from icae_tui.cli import main
 from icae_tui.domain.events import AgentSaid, RunFinished, RunStarted
 from icae_tui.run import Run, RunConfig
-from icae_tui.sandbox.reaper import is_dead, reap_ask_folders
+from icae_tui.sandbox.docker.reaper import is_dead
+from icae_tui.socket_folders import reap_ask_folders
 from icae_tui.users.ask_server import SOCKET_NAME
 from tests.conftest import FIXTURE_TASKS
 

@@ -27,8 +27,9 @@ def result(case_id: str, verdict: Verdict, reason: str = "", delivery_exit: int 
     passed = verdict is Verdict.ACCEPTED
     return CaseResult(
         case_id=case_id, split=split, pattern=rest.split("#")[0], command="mini",
-        verdict=verdict, reason=reason, exec_ok=True, sp=passed, em=passed, fm=passed,
-        passed=passed, oracle=SideRun(exit_code=0, stdout="", stderr=""),
+        verdict=verdict, reason=reason, passed=passed,
+        metrics={"exec": 1.0, "sp": passed, "em": passed, "fm": passed},
+        oracle=SideRun(exit_code=0, stdout="", stderr=""),
         delivery=SideRun(exit_code=delivery_exit, stdout="", stderr="", timed_out=timed_out),
     )  # fmt: skip
 

@@ -15,7 +15,7 @@ import sys
 import aiodocker
 import pytest
 
-from icae_tui.domain.results import FileChange, SideRun, Verdict
+from icae_tui.domain.results import FileChange, LadderMetric, SideRun, Verdict
 from icae_tui.domain.task import Case, CaseRef, Split, Task, TaskSpec
 from icae_tui.evaluation.verdict import (
     COMPARE_CAP,
@@ -444,13 +444,16 @@ def test_the_flags_beside_the_verdict(
     fm_score: float,
 ) -> None:
     r = judge(TASK, REF, oracle, delivery)
-    assert (r.exec_ok, r.sp, r.em, r.fm, r.fm_score) == (exec_ok, sp, em, fm, fm_score)
+    m = LadderMetric
+    flags = (r.holds(m.EXEC), r.holds(m.SP), r.holds(m.EM), r.holds(m.FM))
+    assert (*flags, r.metrics.get(m.FM_SCORE, 0.0)) == (exec_ok, sp, em, fm, fm_score)
+    assert all(v in (0.0, 1.0) for k, v in r.metrics.items() if k != m.FM_SCORE)
 
 
 def test_fm_follows_the_task_threshold() -> None:
     strict = _task(fm_threshold=0.95)
     r = judge(strict, REF, side("hello world\n"), side("hello worle\n"))
-    assert (r.fm_score, r.fm) == (0.9091, False)
+    assert (r.metrics[LadderMetric.FM_SCORE], r.holds(LadderMetric.FM)) == (0.9091, False)
 
 
 def _past_the_cap(text: str) -> SideOutcome:

@@ -111,7 +111,7 @@ def test_a_side_the_engine_refused_twice(
 
 async def test_a_lost_engine_is_one_line_naming_the_phase() -> None:
     lost = EngineLost("Docker engine at unix:///x is not answering")
-    message = await _explain_failure(lost, "evaluate")
+    message = await _explain_failure(lost, "evaluate", None)
     assert message.startswith("Docker engine lost during evaluate; start it again")
     assert "unix:///x" in message
 

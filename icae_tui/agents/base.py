@@ -13,14 +13,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from icae_tui.domain.agent import AgentStop, CommandResult, Limits
+from icae_tui.domain.agent import AgentNeeds, AgentStop, CommandResult, Limits
 from icae_tui.domain.events import Event
 from icae_tui.domain.states import Stream
+from icae_tui.errors import ConfigError
 
 __all__ = [
     "Agent",
     "AgentContext",
     "AgentError",
+    "AgentNeeds",
     "AgentStop",
     "ChatEndpoint",
     "CommandResult",
@@ -33,7 +35,7 @@ OnDelta = Callable[[str], Awaitable[None]]  # a piece of the reply's text, as it
 OnOutput = Callable[[Stream, bytes], Awaitable[None]]  # a chunk of a quiet command's output
 
 
-class AgentError(RuntimeError):
+class AgentError(ConfigError):
     """The agent's configuration is broken (unknown kind, missing solution file, …)."""
 
 
@@ -53,6 +55,7 @@ class AgentContext(Protocol):
     limits: Limits
     budget: int  # questions the agent may ask in all
     model: ChatEndpoint | None
+    env: dict[str, str]  # what a program in the box needs to reach the run's gateway
     steps: int  # counted by step()
 
     async def step(self) -> None:
@@ -103,6 +106,7 @@ class AgentContext(Protocol):
 class Agent(Protocol):
     name: str
     limits: Limits
+    needs: AgentNeeds  # what the run must give it: a gateway, an image, how to pause it
 
     async def build(self, prd: str, ctx: AgentContext) -> str:
         """Build the project; return the final (submission) message, or raise AgentStop."""

@@ -19,9 +19,9 @@ import re
 from pathlib import Path
 
 from icae_tui.agents.base import AgentContext
-from icae_tui.agents.config import CommandAgentConfig
+from icae_tui.agents.config import CommandAgentConfig, model_need
 from icae_tui.agents.parsers import AgentEnd, NativeTrace, parser_for
-from icae_tui.domain.agent import AgentStop
+from icae_tui.domain.agent import AgentNeeds, AgentStop, ImageNeed, PauseMethod
 from icae_tui.domain.events import AgentOutput, Event
 from icae_tui.domain.states import StopReason, Stream
 
@@ -54,9 +54,17 @@ class CommandAgent:
         self.name = name
         self.settings = settings
         self.limits = settings.limits
+        s = settings
+        self.needs = AgentNeeds(
+            model=model_need(s),
+            image=ImageNeed(s.version, tuple(s.install)) if s.install else None,
+            pause=PauseMethod.FREEZE_BOX,  # it runs in its box: the box is frozen
+            memory_mb=s.memory_mb,
+            pids=s.pids,
+        )
 
     def _values(self, ctx: AgentContext) -> dict[str, str]:
-        env = getattr(ctx, "extra_env", {}) or {}
+        env = ctx.env
         return {
             "prompt_file": PROMPT_FILE, "answer_file": ANSWER_FILE, "workspace": ctx.workspace,
             "model": self.settings.model, "log_dir": LOG_DIR, "budget": str(ctx.budget),

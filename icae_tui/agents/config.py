@@ -36,7 +36,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from icae_tui.domain.agent import Limits
+from icae_tui.domain.agent import Limits, ModelNeed, WireApi
 
 DEFAULTS_FILE = Path(__file__).with_name("defaults.toml")
 
@@ -83,14 +83,6 @@ def _env_name(value: str) -> str:
 EnvName = Annotated[str, Field(strict=True), AfterValidator(_env_name)]
 
 
-class WireApi(StrEnum):
-    """What an upstream model endpoint speaks."""
-
-    CHAT = "chat"  # OpenAI Chat Completions
-    MESSAGES = "messages"  # Anthropic Messages
-    RESPONSES = "responses"  # OpenAI Responses
-
-
 class EndpointConfig(BaseModel):
     """The upstream model endpoint of an agent: every call goes through the run's gateway,
     which forces `model`, adds the key read from `api_key_env` and counts the cost."""
@@ -123,6 +115,15 @@ class EndpointConfig(BaseModel):
         if self.api_key_env is not None and not environ.get(self.api_key_env):
             return AgentState.MISSING_KEY
         return AgentState.READY
+
+
+def model_need(config: EndpointConfig) -> ModelNeed:
+    """What an entry's agent needs of the run's gateway."""
+    return ModelNeed(
+        model=config.model, base_url=config.base_url, api_key_env=config.api_key_env,
+        wire_api=config.wire_api, price_in_per_mtok=config.price_in_per_mtok,
+        price_out_per_mtok=config.price_out_per_mtok,
+    )  # fmt: skip
 
 
 class ModelAgentConfig(EndpointConfig):

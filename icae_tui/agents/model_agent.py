@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from icae_tui.agents.base import AgentContext
-from icae_tui.agents.config import ModelAgentConfig
-from icae_tui.domain.agent import AgentStop
+from icae_tui.agents.config import ModelAgentConfig, model_need
+from icae_tui.domain.agent import AgentNeeds, AgentStop
 from icae_tui.domain.events import AgentStreamed
 from icae_tui.domain.states import StopReason
 
@@ -122,6 +122,7 @@ class ModelAgent:
         if limits.max_steps is None:
             limits = limits.model_copy(update={"max_steps": DEFAULT_MAX_STEPS})
         self.limits = limits
+        self.needs = AgentNeeds(model=model_need(settings))  # driven from the host
 
     def _messages(self, prd: str, ctx: AgentContext) -> list[dict[str, Any]]:
         folder = Path(self.settings.prompts) if self.settings.prompts else None

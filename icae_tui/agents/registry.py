@@ -1,10 +1,14 @@
-"""Agent specs as the operator writes them: `kind:name`, e.g. `scripted:good`; and the agents
-configured in TOML (`icae_tui.agents.config`), listed for the console and `icae agents`."""
+"""Agent specs as the operator writes them: `kind:name`, e.g. `scripted:good`, looked up in a
+registry of agent kinds (scripted, model and command built in; a new kind is one module
+that registers itself); and the agents configured in TOML (`icae_tui.agents.config`),
+listed for the console and `icae agents`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from icae_tui.agents.base import Agent, AgentError
 from icae_tui.agents.command_agent import CommandAgent
@@ -12,15 +16,49 @@ from icae_tui.agents.config import (
     AgentConfig,
     AgentEntry,
     AgentKind,
-    CommandAgentConfig,
-    ModelAgentConfig,
     load_agent_config,
 )
 from icae_tui.agents.model_agent import ModelAgent
 from icae_tui.agents.scripted import ScriptedAgent
 from icae_tui.domain.task import Task
 
-KINDS = ("scripted", "model", "command")
+
+@dataclass(frozen=True)
+class KindContext:
+    """What a kind may use to make or check an agent: the task, the pace of scripted
+    agents, the `--agents` files."""
+
+    task: Task
+    pace_s: float | None = None
+    agent_files: tuple[Path, ...] = ()
+
+
+@dataclass(frozen=True)
+class AgentKindEntry:
+    """A kind of agent: how to make one by name (`kind:name`), and how to say why a name
+    names none without making anything (a mistyped agent stores no run)."""
+
+    kind: str
+    make: Callable[[str, str, KindContext], Agent]  # (spec, name, context)
+    check: Callable[[str, str, KindContext], str | None]
+    summary: str = ""
+
+
+_KINDS: dict[str, AgentKindEntry] = {}
+KINDS = tuple(kind.value for kind in AgentKind)  # the built-in kinds (agents files name them)
+
+
+def register_agent_kind(entry: AgentKindEntry) -> None:
+    """A new kind is one module that calls this (the built-in three are below)."""
+    _KINDS[entry.kind] = entry
+
+
+def unregister_agent_kind(kind: str) -> None:
+    _KINDS.pop(kind, None)
+
+
+def agent_kinds() -> dict[str, AgentKindEntry]:
+    return dict(_KINDS)
 
 
 def available_agents(task: Task) -> list[str]:
@@ -40,17 +78,10 @@ def check_agent(spec: str, task: Task, agent_files: Sequence[Path] = ()) -> str 
     checked first (`config.file_error`): here a file that does not parse only hides its
     agents."""
     kind, _, name = spec.partition(":")
-    if kind == AgentKind.SCRIPTED:
-        if not name or _is_path(name) or name not in task.solutions:
-            return _not_a_solution(spec, task, name)
-        return None
-    if kind in (AgentKind.MODEL, AgentKind.COMMAND):
-        try:
-            _configured_entry(spec, AgentKind(kind), name, agent_files)
-        except AgentError as err:
-            return str(err)
-        return None
-    return _unknown_kind(spec, kind)
+    entry = _KINDS.get(kind)
+    if entry is None:
+        return _unknown_kind(spec, kind)
+    return entry.check(spec, name, KindContext(task, agent_files=tuple(agent_files)))
 
 
 def make_agent(
@@ -61,13 +92,17 @@ def make_agent(
     agent_files: Sequence[Path] = (),
 ) -> Agent:
     kind, _, name = spec.partition(":")
-    if kind == AgentKind.SCRIPTED:
-        if not name or _is_path(name):
-            raise AgentError(_not_a_solution(spec, task, name))
-        return ScriptedAgent.for_task(task, name, pace_s=pace_s)  # inside solutions/ only
-    if kind in (AgentKind.MODEL, AgentKind.COMMAND):
-        return _configured_agent(spec, AgentKind(kind), name, agent_files)
-    raise AgentError(_unknown_kind(spec, kind))
+    entry = _KINDS.get(kind)
+    if entry is None:
+        raise AgentError(_unknown_kind(spec, kind))
+    return entry.make(spec, name, KindContext(task, pace_s, tuple(agent_files)))
+
+
+def _unknown_kind(spec: str, kind: str) -> str:
+    return f"agent {spec!r}: unknown kind {kind!r} (known: {', '.join(_KINDS)})"
+
+
+# --- the built-in kinds ----------------------------------------------------------------
 
 
 def _is_path(name: str) -> bool:
@@ -83,8 +118,16 @@ def _not_a_solution(spec: str, task: Task, name: str) -> str:
     return f"agent {spec!r}: {name!r} is not a solution of task {task.id} (known: {known})"
 
 
-def _unknown_kind(spec: str, kind: str) -> str:
-    return f"agent {spec!r}: unknown kind {kind!r} (known: {', '.join(KINDS)})"
+def _check_scripted(spec: str, name: str, ctx: KindContext) -> str | None:
+    if not name or _is_path(name) or name not in ctx.task.solutions:
+        return _not_a_solution(spec, ctx.task, name)
+    return None
+
+
+def _make_scripted(spec: str, name: str, ctx: KindContext) -> Agent:
+    if not name or _is_path(name):
+        raise AgentError(_not_a_solution(spec, ctx.task, name))
+    return ScriptedAgent.for_task(ctx.task, name, pace_s=ctx.pace_s)  # inside solutions/ only
 
 
 def _configured_entry(
@@ -103,9 +146,25 @@ def _configured_entry(
     return entry
 
 
-def _configured_agent(spec: str, kind: AgentKind, name: str, agent_files: Sequence[Path]) -> Agent:
-    entry = _configured_entry(spec, kind, name, agent_files)
-    if isinstance(entry.settings, CommandAgentConfig):
-        return CommandAgent(spec, entry.settings)
-    assert isinstance(entry.settings, ModelAgentConfig)
-    return ModelAgent(spec, entry.settings)
+def _configured(kind: AgentKind, build: Callable[[str, Any], Agent]) -> AgentKindEntry:
+    """A kind whose agents are entries of the agents files (`kind:<entry name>`)."""
+
+    def check(spec: str, name: str, ctx: KindContext) -> str | None:
+        try:
+            _configured_entry(spec, kind, name, ctx.agent_files)
+        except AgentError as err:
+            return str(err)
+        return None
+
+    def make(spec: str, name: str, ctx: KindContext) -> Agent:
+        return build(spec, _configured_entry(spec, kind, name, ctx.agent_files).settings)
+
+    return AgentKindEntry(kind.value, make, check)
+
+
+register_agent_kind(AgentKindEntry(
+    AgentKind.SCRIPTED.value, _make_scripted, _check_scripted,
+    summary="a task's solution played step by step",
+))  # fmt: skip
+register_agent_kind(_configured(AgentKind.MODEL, ModelAgent))
+register_agent_kind(_configured(AgentKind.COMMAND, CommandAgent))

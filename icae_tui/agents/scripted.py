@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from icae_tui.agents.base import AgentContext, AgentError, Limits
+from icae_tui.agents.base import AgentContext, AgentError, AgentNeeds, Limits
 from icae_tui.catalog import TaskError, load_solution, solution_path
 from icae_tui.domain.solution import Ask, RunCommand, Say, Solution, Submit, Write
 from icae_tui.domain.task import Task
@@ -17,6 +17,7 @@ class ScriptedAgent:
         self.solution = solution
         self.pace_s = solution.pace_s if pace_s is None else pace_s
         self.limits = Limits()
+        self.needs = AgentNeeds()  # no model, no image of its own, paused between steps
 
     @classmethod
     def for_task(

@@ -19,6 +19,7 @@ from icae_tui.safe_text import printable
 
 PLANNED = "planned"  # the sort of the run's own order
 SORTS = (PLANNED, "case", "pattern", "verdict", "reason", "oracle", "delivery")
+METRIC_SORT = "metric:"  # + a metric's name: by the case's value of it (a metric column)
 PENDING_VERDICT = "pending"  # the verdict filter's word for cases not finished yet
 FILTERS = ("split", "pattern", "verdict")
 FILTER_LABELS = {"split": "tier", "pattern": "pattern", "verdict": "verdict"}
@@ -118,10 +119,17 @@ SORT_KEYS: dict[str, SortKey] = {
 }
 
 
+def sort_key(sort: str) -> SortKey | None:
+    if sort.startswith(METRIC_SORT):
+        name = sort.removeprefix(METRIC_SORT)
+        return lambda row: row.result.metrics.get(name) if row.result is not None else None
+    return SORT_KEYS.get(sort)
+
+
 def select(rows: Iterable[CaseRow], q: ResultsQuery) -> list[str]:
     """The case ids to show, in order, of `rows` (in planned order)."""
     kept = [row for row in rows if matches(row, q)]
-    key = SORT_KEYS.get(q.sort)
+    key = sort_key(q.sort)
     if key is None:
         ordered = kept[::-1] if q.descending else kept
         return [row.case_id for row in ordered]
@@ -174,7 +182,7 @@ def next_sort(q: ResultsQuery) -> ResultsQuery:
 
 def sort_by(q: ResultsQuery, column: str) -> ResultsQuery:
     """Sort by `column` (a header clicked): ascending, or the other way if it was already."""
-    if column not in SORTS:
+    if column not in SORTS and not column.startswith(METRIC_SORT):
         return q
     if q.sort == column:
         return replace(q, descending=not q.descending)
@@ -197,7 +205,9 @@ def describe(q: ResultsQuery, shown: int, total: int) -> str:
     if q.search.strip():
         parts.append(f'"{printable(q.search.strip(), limit=40)}"')
     if q.sort != PLANNED or q.descending:
-        parts.append(f"by {q.sort} {'↓' if q.descending else '↑'}")
+        parts.append(
+            f"by {printable(q.sort.removeprefix(METRIC_SORT))} {'↓' if q.descending else '↑'}"
+        )
     if q.filtered:
         parts.append(f"{shown} of {total}")
     return " · ".join(parts)

@@ -1,9 +1,10 @@
 """Where a run display's events come from: a live run, or a stored one.
 
 A display connects to its source and feeds every event to its `RunView`; it never asks
-which kind of source it has. A live source also has work to run (the run itself) and takes
-the operator's commands (answers, the responder, pausing the agent); a stored run has no
-work, and refuses commands. Either gives the events seen so far (`recorded`), for an export.
+which kind of source it has: the source's `handle()` (`handle.py`) says what the run can do.
+A live source also has work to run (the run itself) and takes the operator's commands
+(answers, the responder, pausing the agent); a stored run has no work, and refuses commands.
+Either gives the events seen so far (`recorded`), for an export.
 
 A live run keeps its own record of them (a `Run`'s `RunLog`, within the run's bound,
 icae_tui/bounds.py): the source hands that out and keeps no second list, which would grow
@@ -14,11 +15,13 @@ events kept by the source.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any, Protocol
 
+from icae_tui.display.handle import Keep, RunHandle, RunKind
 from icae_tui.display.view import RunView
-from icae_tui.domain.events import Event
+from icae_tui.domain.events import Event, RunStarted
+from icae_tui.domain.task import Task
 
 Deliver = Callable[[Event], None]
 
@@ -51,6 +54,14 @@ class RunSource(Protocol):
     def now(self, view: RunView) -> float:
         """The time for the run's clock."""
 
+    def handle(self) -> RunHandle:
+        """What the run can do, and the way to do it (the same handle each time)."""
+
+
+def first_start(events: Iterable[Event]) -> RunStarted | None:
+    """A stored run's start: it names the task whose cases a case detail shows."""
+    return next((ev for ev in events if isinstance(ev, RunStarted)), None)
+
 
 class RunRecord(Protocol):
     """What a run keeps of its events (`icae_tui.runlog.RunLog`)."""
@@ -78,11 +89,23 @@ class LiveRun(Protocol):
 class LiveSource:
     """A run being executed: its events as they are published; the operator's commands."""
 
-    def __init__(self, run: LiveRun, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        run: LiveRun,
+        *,
+        clock: Callable[[], float] = time.time,
+        task: Task | None = None,
+        keep: Keep | None = None,
+    ) -> None:
+        """`task`: the run's own (its cases, for the case detail); `keep`: how the run's
+        outcome keeps its delivery (`icae_tui/kept.py`; None: it keeps none)."""
         self.run = run
         self.run_id = run.run_id
         self.label = f"run {run.run_id} · starting…"
         self.clock = clock
+        self._handle = RunHandle(
+            self, RunKind.LIVE, task=task, keep=keep, leftovers=self.removed_leftovers
+        )
         log = getattr(run, "log", None)
         self.log: RunRecord | None = log if hasattr(log, "events") else None
         # what the run delivered, kept here only when the run keeps no record of its own
@@ -120,6 +143,9 @@ class LiveSource:
     def now(self, view: RunView) -> float:
         return self.clock()
 
+    def handle(self) -> RunHandle:
+        return self._handle
+
     def removed_leftovers(self) -> list[str] | None:
         """Once the run's work is over: the containers its final sweep still found and
         removed (a cleanup bug if any); None when the run does not say."""
@@ -130,10 +156,16 @@ class LiveSource:
 class ReplaySource:
     """A stored run: its events, delivered at once. Its clock is the events' timestamps."""
 
-    def __init__(self, events: Iterable[Event] = ()) -> None:
+    def __init__(
+        self, events: Iterable[Event] = (), *, catalog: Mapping[str, Task] | None = None
+    ) -> None:
+        """`catalog`: the tasks a case detail takes the run's cases from."""
         self.events = list(events)
         self.run_id = next((ev.run_id for ev in self.events if ev.run_id), "")
         self.label = f"run {self.run_id}" if self.run_id else "no run"
+        self._handle = RunHandle(
+            self, RunKind.REPLAY, catalog=catalog, started=first_start(self.events)
+        )
 
     def connect(self, deliver: Deliver) -> None:
         for ev in self.events:
@@ -159,3 +191,6 @@ class ReplaySource:
 
     def now(self, view: RunView) -> float:
         return view.last_ts if view.last_ts is not None else 0.0
+
+    def handle(self) -> RunHandle:
+        return self._handle

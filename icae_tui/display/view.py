@@ -52,8 +52,8 @@ from icae_tui.domain.events import (
     RunStarted,
     ScoreUpdated,
 )
-from icae_tui.domain.results import CaseResult, Score
-from icae_tui.domain.states import StopReason
+from icae_tui.domain.results import LADDER_METRICS, CaseResult, MetricSpec, Score
+from icae_tui.domain.states import ModelRole, StopReason
 from icae_tui.safe_text import printable
 from icae_tui.users.metrics import InteractionMetrics, interaction_metrics
 
@@ -155,6 +155,7 @@ class RunView:
     planned_t0: float | None = None
     # results
     cases: dict[str, CaseRow] = field(default_factory=dict)  # in planned order
+    metric_specs: tuple[MetricSpec, ...] = LADDER_METRICS  # each case's, as the run planned
     score: Score | None = None
     score_partial: bool = False  # the run ended without a score: `score` is what was measured
     status: tuple[w.Seg, ...] = ((w.WAITING_TO_START, "muted"),)
@@ -273,7 +274,8 @@ class RunView:
             case AgentCommandDone():
                 self._line("done", w.done_line(ev), style="warn" if ev.aftermath() else "muted")
             case ModelCallMade():
-                self.model.add(ev)
+                if ev.role is ModelRole.AGENT:  # only the agent's calls count against it
+                    self.model.add(ev)
                 self.calls.append(ev)
                 if self.steps is not None and self.agent_t1 is None:
                     self.steps = max(self.steps, self.model.calls)
@@ -321,6 +323,7 @@ class RunView:
                 if self.planned_t0 is None:
                     self.planned_t0 = ev.ts
                 self._line("planned", w.planned_line(ev))
+                self.metric_specs = tuple(ev.metrics)
                 for i, case_id in enumerate(ev.case_ids):
                     if case_id not in self.cases:
                         pattern = ev.patterns[i] if i < len(ev.patterns) else ""

@@ -9,8 +9,10 @@ task data, model names) are made printable here, so no display sees a control ch
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from icae_tui.display import metric_text
 from icae_tui.domain.agent import Limits
 from icae_tui.domain.events import (
     AgentCommandDone,
@@ -31,7 +33,8 @@ from icae_tui.domain.events import (
     RunFinished,
     RunStarted,
 )
-from icae_tui.domain.results import CaseResult, Score, Verdict
+from icae_tui.domain.results import CaseResult, LadderMetric, MetricSpec, Score, Verdict
+from icae_tui.domain.states import ModelRole
 from icae_tui.safe_text import printable
 from icae_tui.users.metrics import InteractionMetrics
 
@@ -180,7 +183,8 @@ def model_call_line(ev: ModelCallMade) -> str:
     cost = f" · {money(ev.cost)}" if ev.cost is not None else ""
     tools = f" · calls {', '.join(ev.tool_calls)}" if ev.tool_calls else ""
     retries = f" · {ev.infra_failures} upstream failure(s) retried" if ev.infra_failures else ""
-    head = f"   model #{ev.index} {ev.model} · {ev.call_kind} {ev.status} · {tokens}{cost}"
+    who = "" if ev.role is ModelRole.AGENT else f"{ev.role} "  # the user's calls say so
+    head = f"   {who}model #{ev.index} {ev.model} · {ev.call_kind} {ev.status} · {tokens}{cost}"
     tail = f" · {ev.latency_s:.2f}s{tools}{retries}"
     problem = f" — {ev.stop_reason or ev.error}" if (ev.stop_reason or ev.error) else ""
     return head + tail + problem
@@ -431,13 +435,10 @@ def score_segments(score: Score | None, *, partial: bool = False) -> list[Seg]:
         of = f" of {score.scored} scored" if score.scored else ""
         segs.append((f" (partial {pct(score.overall)}{of})", "muted"))
     segs += [("  macro ", "muted"), (figure(score.macro), "strong"), ("  │  ", "muted")]
-    for label, value in (
-        ("exec", score.exec_rate),
-        ("SP", score.sp_rate),
-        ("EM", score.em_rate),
-        ("FM", score.fm_rate),
-    ):
-        segs += [(f"{label} ", "muted"), (figure(value) + "  ", "")]
+    for spec in score.metrics:  # the ladder's rates, then every other scorer's
+        if spec.name in score.rates:
+            value = figure(score.rates[spec.name])
+            segs += [(f"{metric_text.label(spec)} ", "muted"), (value + "  ", "")]
     segs += [("│  ", "muted"), (f"{score.done}/{score.planned}", "strong")]
     segs.append((" cases done", "muted"))
     if score.public_minus_hidden is not None:
@@ -480,7 +481,7 @@ def exec_reached(r: CaseResult) -> bool:
     o, d = r.oracle, r.delivery
     if r.verdict in BEFORE_EXEC or o is None or d is None:
         return False
-    if r.verdict is Verdict.RUNTIME_ERROR and not r.exec_ok:
+    if r.verdict is Verdict.RUNTIME_ERROR and not r.holds(LadderMetric.EXEC):
         earlier = (
             (d.left_running and not o.left_running)
             or (d.pids_capped and not o.pids_capped)
@@ -490,18 +491,20 @@ def exec_reached(r: CaseResult) -> bool:
     return True
 
 
-def ladder_segments(r: CaseResult) -> list[Seg]:
+def ladder_segments(r: CaseResult, specs: Sequence[MetricSpec] = ()) -> list[Seg]:
     """`exec ✔  SP ✔  EM ✘  FM ✔ (FM score 0.93)`: the rungs the case reached, passed or
     failed, then the ones it never reached (`exec ✘  ·  SP, EM, FM not reached`): the first
-    failing rung gives the verdict and nothing after it runs. FM is reported beside EM."""
+    failing rung gives the verdict and nothing after it runs. FM is reported beside EM.
+    Then the metrics of the other scorers (`specs`: the run's; without them, by name)."""
+    m = LadderMetric
     reached_exec = exec_reached(r)
-    reached_sp = reached_exec and r.exec_ok
-    reached_em = reached_sp and r.sp
+    reached_sp = reached_exec and r.holds(m.EXEC)
+    reached_em = reached_sp and r.holds(m.SP)
     rungs = (
-        ("exec", reached_exec, r.exec_ok),
-        ("SP", reached_sp, r.sp),
-        ("EM", reached_em, r.em),
-        ("FM", reached_em, r.fm),
+        ("exec", reached_exec, r.holds(m.EXEC)),
+        ("SP", reached_sp, r.holds(m.SP)),
+        ("EM", reached_em, r.holds(m.EM)),
+        ("FM", reached_em, r.holds(m.FM)),
     )
     segs: list[Seg] = []
     for label, reached, ok in rungs:
@@ -509,10 +512,12 @@ def ladder_segments(r: CaseResult) -> list[Seg]:
             segs += [("  " if segs else "", ""), (f"{label} ", "muted")]
             segs.append(("✔", "good") if ok else ("✘", "error"))
     if reached_em:
-        segs.append((f" (FM score {r.fm_score:.2f})", "muted"))
+        segs.append((f" (FM score {r.metrics.get(m.FM_SCORE, 0.0):.2f})", "muted"))
     missed = [label for label, reached, _ in rungs if not reached]
     if missed:
         segs += [("  ·  " if segs else "", "muted"), (", ".join(missed) + " not reached", "muted")]
+    if extras := metric_text.extras_segments(r, specs):
+        segs += [("  ·  " if segs else "", "muted"), *extras]
     return [seg for seg in segs if seg[0]]
 
 

@@ -1,9 +1,12 @@
-"""What an agent works with, in the domain's own terms: its limits, the result of one of its
-commands, and the reason it stopped early. No sandbox, model-client or display types here."""
+"""What an agent works with, in the domain's own terms: its limits, what it needs of a run
+(a model endpoint, an image with it installed, how to pause it, its box's bounds), the
+result of one of its commands, and the reason it stopped early. No sandbox, model-client
+or display types here."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -30,6 +33,55 @@ class Limits(BaseModel):
     @property
     def any(self) -> bool:
         return any(v is not None for v in self.model_dump().values())
+
+
+class WireApi(StrEnum):
+    """A model API on the wire: what an agent speaks to the gateway, or what the upstream
+    speaks."""
+
+    CHAT = "chat"  # OpenAI Chat Completions: POST {base}/chat/completions
+    MESSAGES = "messages"  # Anthropic Messages: POST {base}/messages (Claude Code)
+    RESPONSES = "responses"  # OpenAI Responses: POST {base}/responses (Codex CLI)
+
+
+class PauseMethod(StrEnum):
+    """How the operator's pause stops an agent."""
+
+    BETWEEN_STEPS = "between_steps"  # driven from the host: it waits before its next step
+    FREEZE_BOX = "freeze_box"  # runs inside its box: the box is frozen
+
+
+@dataclass(frozen=True)
+class ModelNeed:
+    """The upstream an agent's model calls go to, through the run's gateway (which forces
+    `model`, adds the key read from `api_key_env`, counts cost and enforces the limits)."""
+
+    model: str
+    base_url: str | None = None  # None: not configured (the agent is not ready)
+    api_key_env: str | None = None
+    wire_api: WireApi = WireApi.CHAT  # what the upstream speaks
+    price_in_per_mtok: float | None = None
+    price_out_per_mtok: float | None = None
+
+
+@dataclass(frozen=True)
+class ImageNeed:
+    """An agent installed into its image: lines run once where the package registries are
+    reachable, the result kept per agent, version and base image."""
+
+    version: str
+    install: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AgentNeeds:
+    """What an agent asks of the run; the run asks this, never the agent's class."""
+
+    model: ModelNeed | None = None  # a model gateway
+    image: ImageNeed | None = None  # an image with the agent installed
+    pause: PauseMethod = PauseMethod.BETWEEN_STEPS
+    memory_mb: int | None = None  # its box's memory, when more than the default
+    pids: int | None = None  # its box's process limit, when more than the default
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,10 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from icae_tui.domain.agent import Limits
-from icae_tui.domain.results import CaseResult, Score
+from icae_tui.domain.results import LADDER_METRICS, CaseResult, MetricSpec, Score
 from icae_tui.domain.states import (
     AnsweredBy,
+    ModelRole,
     Phase,
     ResponderMode,
     RunStatus,
@@ -134,10 +135,12 @@ class AgentCommandDone(Event):
 
 
 class ModelCallMade(Event):
-    """One model call of the agent, through the run's gateway (bodies are kept apart, in
-    the run's model_calls.jsonl). kind: ok, agent_error, infra, limit, replay_divergence."""
+    """One model call through the run's gateway, for the agent or another role (bodies are
+    kept apart, in the run's model_calls.jsonl). kind: ok, agent_error, infra, limit,
+    replay_divergence. Only the agent's calls count against the agent's limits."""
 
     kind: Literal["model_call"] = "model_call"
+    role: ModelRole = ModelRole.AGENT
     index: int
     call_kind: str
     model: str = ""
@@ -259,12 +262,15 @@ class BuildChecked(Event):
 
 class CasesPlanned(Event):
     """The cases in planned order, with what displays group them by, so no display needs
-    the task. `patterns` and `splits` run beside `case_ids` (empty in runs stored before)."""
+    the task. `patterns` and `splits` run beside `case_ids` (empty in runs stored before).
+    `metrics`: every case metric the run's scorers give, in order, so a stored run shows its
+    columns without the scorers that made them (runs stored before had the ladder's)."""
 
     kind: Literal["cases_planned"] = "cases_planned"
     case_ids: list[str]
     patterns: list[str] = Field(default_factory=list)
     splits: list[str] = Field(default_factory=list)
+    metrics: list[MetricSpec] = Field(default_factory=lambda: list(LADDER_METRICS))
 
 
 class CaseFinished(Event):
@@ -319,4 +325,5 @@ _adapter: TypeAdapter[Any] = TypeAdapter(AnyEvent)
 
 
 def parse_event(payload: str | bytes) -> Event:
-    return _adapter.validate_json(payload)
+    event: Event = _adapter.validate_json(payload)
+    return event

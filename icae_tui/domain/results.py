@@ -1,9 +1,16 @@
-"""Results of the differential evaluation: per side, per case, and the aggregate score."""
+"""Results of the differential evaluation: per side, per case, and the aggregate score.
+
+A case's metrics are named (`CaseResult.metrics`) and declared by the scorers that give them
+(`MetricSpec`, evaluation/scorers.py): displays and reports iterate the specs, so a new
+scorer's metric shows wherever the ladder's do. The ladder's own (LADDER_METRICS) are
+declared here, beside the fields they replaced, because results stored before carry them as
+fields: the before-validators move those into `metrics` / `rates`.
+"""
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -74,6 +81,75 @@ class SideRun(BaseModel):
         return self
 
 
+class MetricKind(StrEnum):
+    """What a per-case metric holds, and what a delivery's score makes of it."""
+
+    PASS = "pass"  # 1.0 (the case passes it) or 0.0; the score shows the rate of passes
+    SCORE = "score"  # a figure in [0, 1]; the score shows the mean
+    DETAIL = "detail"  # a figure in [0, 1] shown with its case only, never aggregated
+
+    @property
+    def aggregated(self) -> bool:
+        return self is not MetricKind.DETAIL
+
+
+class MetricSpec(BaseModel):
+    """One metric a scorer gives: its key in `CaseResult.metrics` / `Score.rates` (`name`),
+    how displays head it (`label`, short) and what it means."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    label: str
+    description: str = ""
+    kind: MetricKind = MetricKind.PASS
+
+
+class LadderMetric(StrEnum):
+    """The metrics the verdict ladder gives (evaluation/verdict.py)."""
+
+    EXEC = "exec"
+    SP = "sp"
+    EM = "em"
+    FM = "fm"
+    FM_SCORE = "fm_score"
+
+
+LADDER_METRICS: tuple[MetricSpec, ...] = (
+    MetricSpec(name=LadderMetric.EXEC, label="exec",
+               description="the delivery's exit code equals the oracle's"),
+    MetricSpec(name=LadderMetric.SP, label="SP",
+               description="exec, and the same effective side effects"),
+    MetricSpec(name=LadderMetric.EM, label="EM",
+               description="SP, and stdout equal (byte for byte or whitespace-normalised)"),
+    MetricSpec(name=LadderMetric.FM, label="FM",
+               description="SP, and stdout similarity at least the task's fm_threshold"),
+    MetricSpec(name=LadderMetric.FM_SCORE, label="FM score", kind=MetricKind.DETAIL,
+               description="normalised Levenshtein similarity of stdout to the oracle's"),
+)  # fmt: skip
+
+# Stored before metrics were named: a CaseResult's flags and a Score's rates, as fields.
+_LEGACY_CASE_FIELDS = {
+    "exec_ok": LadderMetric.EXEC, "sp": LadderMetric.SP, "em": LadderMetric.EM,
+    "fm": LadderMetric.FM, "fm_score": LadderMetric.FM_SCORE,
+}  # fmt: skip
+_LEGACY_RATES = {
+    "exec_rate": LadderMetric.EXEC, "sp_rate": LadderMetric.SP, "em_rate": LadderMetric.EM,
+    "fm_rate": LadderMetric.FM,
+}  # fmt: skip
+
+
+def _moved(data: Any, fields: dict[str, LadderMetric], into: str) -> Any:
+    """`data` with the legacy `fields` moved into its dict `into`, by metric name (the
+    named form wins: it is the newer)."""
+    if not isinstance(data, dict) or not fields.keys() & data.keys():
+        return data
+    data = dict(data)
+    moved = {str(name): float(data.pop(key)) for key, name in fields.items() if key in data}
+    data[into] = moved | dict(data.get(into) or {})
+    return data
+
+
 class CaseResult(BaseModel):
     case_id: str
     split: Split
@@ -81,14 +157,42 @@ class CaseResult(BaseModel):
     command: str
     verdict: Verdict
     reason: str
-    exec_ok: bool = False
-    sp: bool = False
-    em: bool = False
-    fm: bool = False
-    fm_score: float = 0.0
+    # by metric name (MetricSpec.name), from every registered case scorer; a PASS metric is
+    # 1.0 or 0.0, a metric a scorer did not give (the case never reached it) is absent
+    metrics: dict[str, float] = Field(default_factory=dict)
     passed: bool = False
     oracle: SideRun | None = None
     delivery: SideRun | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_flags(cls, data: Any) -> Any:
+        return _moved(data, _LEGACY_CASE_FIELDS, "metrics")
+
+    def holds(self, name: str) -> bool:
+        """Whether the case passes the PASS metric `name` (absent: it does not)."""
+        return self.metrics.get(name, 0.0) >= 1.0
+
+    # The ladder's flags, for the ladder and its tests: displays iterate `metrics`.
+    @property
+    def exec_ok(self) -> bool:
+        return self.holds(LadderMetric.EXEC)
+
+    @property
+    def sp(self) -> bool:
+        return self.holds(LadderMetric.SP)
+
+    @property
+    def em(self) -> bool:
+        return self.holds(LadderMetric.EM)
+
+    @property
+    def fm(self) -> bool:
+        return self.holds(LadderMetric.FM)
+
+    @property
+    def fm_score(self) -> float:
+        return self.metrics.get(LadderMetric.FM_SCORE, 0.0)
 
 
 SCORED_SPLITS = ("hidden", "enhanced")  # what overall, macro and the rates are over (ICAE)
@@ -113,11 +217,20 @@ class Score(BaseModel):
     overall: float = 0.0
     macro: float = 0.0
     by_split: dict[str, SplitScore] = Field(default_factory=dict)
-    exec_rate: float = 0.0
-    sp_rate: float = 0.0
-    em_rate: float = 0.0
-    fm_rate: float = 0.0
+    # the aggregated metrics (the case scorers' PASS and SCORE ones, then the delivery
+    # scorers' figures) in display order, and each one's rate or mean by name: over the
+    # counted hidden and enhanced cases, a case without the metric counting as 0
+    metrics: list[MetricSpec] = Field(default_factory=list)
+    rates: dict[str, float] = Field(default_factory=dict)
     public_minus_hidden: float | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_rates(cls, data: Any) -> Any:
+        moved = _moved(data, _LEGACY_RATES, "rates")
+        if moved is not data and "metrics" not in moved:
+            moved["metrics"] = [m for m in LADDER_METRICS if m.name in moved["rates"]]
+        return moved
 
     @property
     def scored(self) -> int:

@@ -48,6 +48,14 @@ class Stream(StrEnum):
     STDERR = "stderr"
 
 
+class ModelRole(StrEnum):
+    """Who a model call of a run was for: every role goes through the run's gateway."""
+
+    AGENT = "agent"  # the agent under test
+    USER = "user"  # the simulated user in model mode
+    JUDGE = "judge"  # a scorer that asks a model
+
+
 class StopReason(StrEnum):
     """Why an agent stopped building."""
 

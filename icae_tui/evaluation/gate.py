@@ -10,23 +10,13 @@ refused twice, the delivery failed the gate (an agent must not dodge its cases t
 from __future__ import annotations
 
 import asyncio
-import contextlib
-
-import aiodocker
 
 from icae_tui.domain.events import BuildChecked
 from icae_tui.domain.task import Task
-from icae_tui.evaluation.differential import ENGINE_TROUBLE, raise_if_engine_lost
-from icae_tui.evaluation.sides import case_limits
+from icae_tui.errors import BoxError, InfraError
+from icae_tui.evaluation.differential import case_limits, raise_if_engine_lost
 from icae_tui.gateway import ModelGateway, model_proxy_script
-from icae_tui.sandbox.containers import (
-    Container,
-    ExecResult,
-    complete_despite_cancel,
-    create_container,
-    labels_for,
-)
-from icae_tui.sandbox.images import wrapper_script
+from icae_tui.sandbox.base import Box, BoxSpec, ExecResult, Role, Sandbox, wrapper_script
 
 ASK_TOOL = "/usr/local/bin/icae-ask"
 MODEL_PROXY = "/usr/local/bin/icae-model-proxy"
@@ -42,22 +32,20 @@ def delivery_image_name(task: Task, run_id: str) -> str:
     return f"icae-delivery-{task.id}:{run_id}"
 
 
-class DeliveryMissing(Exception):
+class DeliveryMissing(Exception):  # handled by the run: never leaves it
     """What the agent built cannot be frozen (its box died and will not start again): the
     delivery is judged missing — every case a build error — and the run goes on."""
 
 
-async def freeze(agent_box: Container, task: Task, image: str, *, run_id: str) -> None:
-    """Commit the agent's container as `image`. The engine finishes a commit it started even
-    if we are cancelled meanwhile, so on any failure the image is removed again.
+async def freeze(agent_box: Box, task: Task, image: str, *, run_id: str) -> None:
+    """Commit the agent's box as `image` (the backend removes a half-made image again).
 
     A box the agent killed (`kill -9 -1` ends its init) is started again first: its
     writable layer is as the agent left it, only its processes are new."""
     if await agent_box.died():
-        await agent_box.wait_stopped()  # the engine starts only what it has seen stop
         try:
-            await agent_box.raw.start()
-        except aiodocker.DockerError as err:
+            await agent_box.revive()
+        except BoxError as err:
             raise DeliveryMissing(
                 f"the agent's box died and could not be started again to freeze it ({err})"
             ) from None
@@ -65,16 +53,10 @@ async def freeze(agent_box: Container, task: Task, image: str, *, run_id: str) -
     await agent_box.exec(["rm", "-f", ASK_TOOL, MODEL_PROXY, MODEL_PROXY_LOG])
     wrapper = wrapper_script(task.spec.delivery.entry)
     await agent_box.put_files({f"/usr/local/bin/{task.spec.interface.tool}": wrapper}, mode=0o755)
-    repo, tag = image.split(":", 1)
-    labels = labels_for(run_id, "delivery", ttl_s=DELIVERY_TTL_S)
-    try:
-        await complete_despite_cancel(agent_box.commit(repo, tag, labels))
-    except BaseException:
-        await remove_image(agent_box.docker, image)
-        raise
+    await agent_box.freeze(image, run_id=run_id, ttl_s=DELIVERY_TTL_S)
 
 
-async def start_model_proxy(agent_box: Container, gateway: ModelGateway) -> dict[str, str]:
+async def start_model_proxy(agent_box: Box, gateway: ModelGateway) -> dict[str, str]:
     """Start the loopback forwarder to the run's gateway (its socket is mounted in the agent's
     container, which keeps network `none`) and return what an ordinary OpenAI client there
     needs: OPENAI_BASE_URL on 127.0.0.1 and the run's token — never the real key."""
@@ -87,11 +69,11 @@ async def start_model_proxy(agent_box: Container, gateway: ModelGateway) -> dict
     )
     if started.exit_code != 0:
         why = started.stderr.decode(errors="replace").strip()[-300:] or "no output"
-        raise RuntimeError(f"the model proxy did not start in the agent's container: {why}")
+        raise InfraError(f"the model proxy did not start in the agent's box: {why}")
     return gateway.agent_env(MODEL_PROXY_PORT)
 
 
-async def start_icae_wire_forwarders(agent_box: Container, routes: dict[int, str]) -> None:
+async def start_icae_wire_forwarders(agent_box: Box, routes: dict[int, str]) -> None:
     """Agents written for ICAE-EVAL POST to 127.0.0.1:50002 (init 50001, stats 50003): the
     model proxy's byte forwarder, one per port, onto the ask socket mounted in the container
     (which keeps network `none`). Its logs are on a tmpfs, its script removed by `freeze`:
@@ -110,51 +92,38 @@ async def start_icae_wire_forwarders(agent_box: Container, routes: dict[int, str
     )
     if started.exit_code != 0:
         why = started.stderr.decode(errors="replace").strip()[-300:] or "no output"
-        raise RuntimeError(
-            f"the ICAE wire forwarders did not start in the agent's container: {why}"
-        )
+        raise InfraError(f"the ICAE wire forwarders did not start in the agent's box: {why}")
 
 
-async def remove_image(docker: aiodocker.Docker, image: str) -> None:
-    async def delete() -> None:
-        with contextlib.suppress(aiodocker.DockerError):
-            await docker.images.delete(image, force=True)
-
-    await complete_despite_cancel(delete())
-
-
-async def build_gate(
-    docker: aiodocker.Docker, task: Task, image: str, *, run_id: str
-) -> BuildChecked:
+async def build_gate(sandbox: Sandbox, task: Task, image: str, *, run_id: str) -> BuildChecked:
     spec = task.spec.delivery
     res: ExecResult | None = None
     refused = ""
+    box_spec = BoxSpec(image=image, run_id=run_id, role=Role.BUILD, limits=case_limits(task))
     for _ in range(2):
         try:
-            box = await create_container(
-                docker, image, run_id=run_id, role="build", limits=case_limits(task)
-            )
+            box = await sandbox.create_box(box_spec)
             try:
                 res = await box.exec(spec.build, workdir=spec.workspace, timeout_s=BUILD_TIMEOUT_S)
             finally:
                 await asyncio.shield(box.remove())
             break
-        except ENGINE_TROUBLE as err:  # a bug of ours is no refusal: it fails the run
-            await raise_if_engine_lost(err)
+        except BoxError as err:  # a bug of ours is no refusal: it fails the run
+            await raise_if_engine_lost(sandbox, err)
             refused = f"{type(err).__name__}: {err}"[:300]
     if res is None:
         reason = f"the engine could not run the build gate: {refused}"
         return BuildChecked(ok=False, exit_code=None, reason=reason)
     out = res.stdout.decode(errors="replace")[-BUILD_LOG_CHARS:]
-    err = res.stderr.decode(errors="replace")[-BUILD_LOG_CHARS:]
+    errs = res.stderr.decode(errors="replace")[-BUILD_LOG_CHARS:]
     ok = res.exit_code == 0 and not res.timed_out
     if ok:
         reason = "build passed"
     elif res.timed_out:
         reason = "build gate timed out"
     else:
-        reason = failed_build_reason(res.exit_code, out, err)
-    return BuildChecked(ok=ok, exit_code=res.exit_code, reason=reason, stdout=out, stderr=err)
+        reason = failed_build_reason(res.exit_code, out, errs)
+    return BuildChecked(ok=ok, exit_code=res.exit_code, reason=reason, stdout=out, stderr=errs)
 
 
 def failed_build_reason(exit_code: int | None, out: str, err: str) -> str:

@@ -11,8 +11,7 @@ from typing import Any
 from icae_tui.domain.results import CaseResult
 from icae_tui.domain.task import CaseRef, Task
 from icae_tui.evaluation.differential import Evaluator, Sides
-from icae_tui.evaluation.gate import remove_image
-from icae_tui.sandbox.engine import connect
+from icae_tui.sandbox.registry import DEFAULT_ENGINE, open_sandbox
 
 UNCHANGED: Any = object()  # an argument left as the case has it
 
@@ -28,28 +27,31 @@ def edited(ref: CaseRef, *, command: str | None = None, input: Any = UNCHANGED) 
     return ref.model_copy(update={"case": ref.case.model_copy(update=update)}) if update else ref
 
 
-async def rerun_case(task: Task, sides: Sides, ref: CaseRef, *, run_id: str) -> CaseResult:
-    """Judge one case again in fresh containers of both sides (the oracle as many times as
-    the task says), exactly as the run did."""
-    docker = await connect()
+async def rerun_case(
+    task: Task, sides: Sides, ref: CaseRef, *, run_id: str, engine: str = DEFAULT_ENGINE
+) -> CaseResult:
+    """Judge one case again in fresh boxes of both sides (the oracle as many times as the
+    task says), exactly as the run did, on the run's engine."""
+    sandbox = await open_sandbox(engine)
     try:
-        async with Evaluator(docker, task, sides, run_id=run_id, concurrency=1) as ev:
+        async with Evaluator(sandbox, task, sides, run_id=run_id, concurrency=1) as ev:
             return await ev.run_case(ref)
     finally:
-        await docker.close()
+        await sandbox.close()
 
 
-async def discard_delivery(sides: Sides) -> None:
-    docker = await connect()
+async def discard_delivery(sides: Sides, *, engine: str = DEFAULT_ENGINE) -> None:
+    sandbox = await open_sandbox(engine)
     try:
-        await remove_image(docker, sides.delivery_image)
+        await sandbox.remove_image(sides.delivery_image)
     finally:
-        await docker.close()
+        await sandbox.close()
 
 
 def shell_argv(image: str, workdir: str) -> list[str]:
     """`docker run` of a throwaway container of `image` with a shell, no network, removed on
-    exit: what the console runs after stepping aside."""
+    exit: what the console runs after stepping aside. (A terminal's client for the local
+    engine: the docker CLI, not this package's engine client.)"""
     return ["docker", "run", "--rm", "-it", "--network", "none", "-w", workdir, image,
             "bash", "-l"]  # fmt: skip
 

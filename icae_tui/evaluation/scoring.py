@@ -1,57 +1,49 @@
-"""Aggregate case results into a Score.
+"""Where scoring happens: `judge_case` gives a case its result (the Evaluator), `score`
+gives the delivery its score (the Run), each from every registered scorer (scorers.py), the
+ladder's first (ladder.py).
 
 Overall = passed / total over hidden + enhanced (ICAE); public cases are reported apart.
 Macro = mean over command patterns of each pattern's pass rate (CLI-Tool-Bench).
-Cases where the oracle itself failed or disagreed with itself are left out of every rate and reported apart.
+Cases where the oracle itself failed or disagreed with itself are left out of every rate
+and reported apart.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from icae_tui.domain.results import SCORED_SPLITS, CaseResult, Score, SplitScore
+from icae_tui.domain.results import SCORED_SPLITS, CaseResult, Score
+from icae_tui.domain.task import CaseRef, Task
+from icae_tui.evaluation.ladder import LADDER, scored
+from icae_tui.evaluation.scorers import case_scorers, checked, delivery_scorers, metric_specs
+from icae_tui.evaluation.verdict import Attempt
 
-__all__ = ["SCORED_SPLITS", "score"]
-
-
-def _macro(results: list[CaseResult]) -> float:
-    by_pattern: dict[str, list[bool]] = defaultdict(list)
-    for r in results:
-        by_pattern[r.pattern].append(r.passed)
-    if not by_pattern:
-        return 0.0
-    return sum(sum(v) / len(v) for v in by_pattern.values()) / len(by_pattern)
+__all__ = ["SCORED_SPLITS", "judge_case", "metric_specs", "score"]
 
 
-def _rate(results: list[CaseResult], attr: str) -> float:
-    return sum(bool(getattr(r, attr)) for r in results) / len(results) if results else 0.0
+def judge_case(
+    task: Task, ref: CaseRef, oracles: Sequence[Attempt], delivery: Attempt
+) -> CaseResult:
+    """The ladder's result of the case (verdict, reason, its metrics), with every other
+    registered case scorer's metrics merged in."""
+    result = LADDER.judge(task, ref, oracles, delivery)
+    metrics = dict(result.metrics)
+    for scorer in case_scorers():
+        if scorer is not LADDER:
+            metrics |= checked(scorer, scorer.score(task, ref, oracles, delivery))
+    if metrics == result.metrics:
+        return result
+    return result.model_copy(update={"metrics": metrics})
 
 
 def score(results: Iterable[CaseResult], *, planned: int, build_ok: bool = True) -> Score:
+    """The ladder's aggregate of the results, with every other delivery scorer's figures
+    added to its rates."""
     results = list(results)
-    counted = [r for r in results if r.verdict.counted]
-    by_split: dict[str, SplitScore] = {}
-    for split in ("public", *SCORED_SPLITS):
-        rs = [r for r in counted if r.split == split]
-        by_split[split] = SplitScore(
-            total=len(rs), passed=sum(r.passed for r in rs), macro=round(_macro(rs), 4)
-        )
-    scored = [r for r in counted if r.split in SCORED_SPLITS]
-    public, hidden = by_split["public"], by_split["hidden"]
-    gap = None
-    if public.total and hidden.total:
-        gap = round(public.rate - hidden.rate, 4)
-    return Score(
-        build_ok=build_ok,
-        done=len(results),
-        planned=planned,
-        overall=round(_rate(scored, "passed"), 4),
-        macro=round(_macro(scored), 4),
-        by_split=by_split,
-        exec_rate=round(_rate(scored, "exec_ok"), 4),
-        sp_rate=round(_rate(scored, "sp"), 4),
-        em_rate=round(_rate(scored, "em"), 4),
-        fm_rate=round(_rate(scored, "fm"), 4),
-        public_minus_hidden=gap,
-    )
+    ladder, *others = delivery_scorers()
+    out = ladder.summary(results, planned=planned, build_ok=build_ok)
+    ours = scored(results)
+    for scorer in others:
+        out.rates |= {k: round(v, 4) for k, v in checked(scorer, scorer.aggregate(ours)).items()}
+        out.metrics += scorer.metrics
+    return out

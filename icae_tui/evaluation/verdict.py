@@ -51,20 +51,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from icae_tui.domain.results import CaseResult, SideRun, Verdict
+from icae_tui.domain.outcome import SideOutcome
+from icae_tui.domain.results import CaseResult, LadderMetric, SideRun, Verdict
 from icae_tui.domain.task import CaseRef, Task
 from icae_tui.evaluation.compare import exact_match, fuzzy_score
 
 COMPARE_CAP = 4 * 1024 * 1024  # bytes of each stream kept for comparison
 OUTPUT_LIMIT = 64 * 1024 * 1024  # both streams together; past this the case is stopped
-
-
-@dataclass(frozen=True)
-class SideOutcome:
-    """One side's run of a case, as the ladder compares it."""
-
-    run: SideRun
-    stdout_full: bytes  # up to COMPARE_CAP: SideRun keeps only what is displayed
 
 
 @dataclass(frozen=True)
@@ -92,7 +85,7 @@ def invocation(task: Task, ref: CaseRef) -> tuple[str, bytes | None]:
 def _result(task: Task, ref: CaseRef, verdict: Verdict, reason: str, **fields: Any) -> CaseResult:
     command, _ = invocation(task, ref)
     return CaseResult(
-        case_id=ref.id, split=ref.split.value, pattern=ref.pattern, command=command,
+        case_id=ref.id, split=ref.split, pattern=ref.pattern, command=command,
         verdict=verdict, reason=reason, **fields,
     )  # fmt: skip
 
@@ -268,7 +261,9 @@ def _ladder(task: Task, ref: CaseRef, oracle: SideOutcome, delivery: SideOutcome
     # FM is a score on the displayed text, never a verdict of its own.
     fm_score = 1.0 if em else round(fuzzy_score(o.stdout, d.stdout), 4)
     fm = fm_score >= task.spec.cases.fm_threshold
-    flags = dict(exec_ok=exec_ok, sp=sp, em=sp and em, fm=sp and fm, fm_score=fm_score)
+    m = LadderMetric
+    flags = dict(metrics={m.EXEC: float(exec_ok), m.SP: float(sp), m.EM: float(sp and em),
+                          m.FM: float(sp and fm), m.FM_SCORE: fm_score})  # fmt: skip
     if not exec_ok:
         code = d.exit_code
         crashed = code is not None and (code >= 126 or code < 0)

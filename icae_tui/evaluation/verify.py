@@ -6,15 +6,14 @@ both runs, and its stdout equals the stored `expected_output` byte for byte.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-import aiodocker
-
 from icae_tui.domain.task import CaseRef, Task
-from icae_tui.evaluation.differential import default_concurrency, run_on
-from icae_tui.evaluation.sides import SidePool
+from icae_tui.evaluation.differential import case_call, case_limits, default_concurrency
 from icae_tui.evaluation.verdict import oracle_agrees
+from icae_tui.sandbox.base import Role, Sandbox
 
 
 @dataclass(frozen=True)
@@ -30,19 +29,20 @@ class CaseCheck:
 
 
 async def verify_task(
-    docker: aiodocker.Docker, task: Task, oracle_image: str, *, run_id: str
+    sandbox: Sandbox, task: Task, oracle_image: str, *, run_id: str
 ) -> AsyncIterator[CaseCheck]:
-    import asyncio
-
     size = default_concurrency()
-    workdir = task.spec.cases.workdir
-    pool = SidePool(docker, oracle_image, run_id=run_id, role="oracle", size=size, workdir=workdir)
+    pool = sandbox.case_pool(
+        oracle_image, run_id=run_id, role=Role.ORACLE, size=size, limits=case_limits(task),
+        workdir=task.spec.cases.workdir,
+    )  # fmt: skip
     await pool.start()
     gate = asyncio.Semaphore(size)
 
     async def check(ref: CaseRef) -> CaseCheck:
+        call = case_call(task, ref)
         async with gate:
-            first, second = await asyncio.gather(run_on(pool, task, ref), run_on(pool, task, ref))
+            first, second = await asyncio.gather(pool.run(call), pool.run(call))
         deterministic = oracle_agrees(first, second)
         matches = first.stdout_full.decode(errors="replace") == ref.case.expected_output
         detail = []

@@ -4,25 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
+from icae_tui.domain.agent import WireApi as WireApi  # re-exported: the gateway's API
+from icae_tui.domain.states import ModelRole
 from icae_tui.safe_text import lines as text_lines
 
 BODY_CAP = 256 * 1024  # characters kept of each request/response body in a ModelCall
 
 CallKind = Literal["ok", "agent_error", "infra", "limit", "replay_divergence"]
-
-
-class WireApi(StrEnum):
-    """A model API on the wire: what an agent speaks to the gateway, or what the upstream
-    speaks (`GatewayConfig.wire_api`)."""
-
-    CHAT = "chat"  # OpenAI Chat Completions: POST {base}/chat/completions
-    MESSAGES = "messages"  # Anthropic Messages: POST {base}/messages (Claude Code)
-    RESPONSES = "responses"  # OpenAI Responses: POST {base}/responses (Codex CLI)
 
 
 API_NAMES = {
@@ -94,7 +86,8 @@ class ModelCall(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    index: int  # 1-based, in arrival order
+    index: int  # 1-based, in arrival order (per role: each role has its own gateway)
+    role: ModelRole = ModelRole.AGENT
     kind: CallKind
     started_at: float
     latency_s: float = 0.0

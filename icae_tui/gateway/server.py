@@ -24,7 +24,7 @@ import secrets
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -50,6 +50,7 @@ from icae_tui.gateway.upstream import (
     UpstreamUnreachable,
 )
 from icae_tui.safe_text import lines as text_lines
+from icae_tui.sandbox.base import Channel
 
 SOCKET_NAME = "model.sock"
 FOLDER_PREFIX = "icae-model-"  # then `<owner pid>-`, as the clarification socket's folder
@@ -130,8 +131,10 @@ class ModelGateway:
         return self.folder / SOCKET_NAME
 
     @property
-    def bind(self) -> str:
-        return f"{self.folder}:{CONTAINER_DIR}:ro"
+    def box_channel(self) -> Channel:
+        """The socket's folder as the agent's box sees it (read-only: the agent cannot
+        write to the host through it)."""
+        return Channel(host_path=self.folder, box_path=CONTAINER_DIR)
 
     def agent_env(self, port: int) -> dict[str, str]:
         """What ordinary OpenAI and Anthropic clients inside the container need (with the
@@ -485,7 +488,7 @@ class ModelGateway:
             after = _retry_after(resp.headers.get("Retry-After"))
             if after is not None:
                 return min(after, c.retry_after_max_s)
-        return min(c.backoff_base_s * 2 ** (attempt - 1), c.backoff_max_s)
+        return float(min(c.backoff_base_s * 2 ** (attempt - 1), c.backoff_max_s))
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -651,7 +654,7 @@ async def serving(
     upstream: Upstream | None = None,
     record: Recorder | None = None,
     sleep: Callable[[float], Any] = asyncio.sleep,
-):
+) -> AsyncIterator[ModelGateway]:
     gateway = ModelGateway(config, upstream=upstream, record=record, sleep=sleep)
     try:  # a cancel during start must still remove the folder
         await gateway.start()

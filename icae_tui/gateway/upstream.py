@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 import aiohttp
 
+from icae_tui.errors import ConfigError
 from icae_tui.gateway.models import (
     API_NAMES,
     CONVERSATION_KEYS,
@@ -40,7 +41,7 @@ class ReplayDivergence(Exception):
         self.index = index
 
 
-class MissingKey(Exception):
+class MissingKey(ConfigError):
     """The named environment variable holding the upstream key is unset or empty."""
 
 

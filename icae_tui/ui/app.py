@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import gc
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,13 +12,14 @@ from textual.binding import Binding
 from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
 from icae_tui.catalog import Catalog
-from icae_tui.display.sources import LiveSource
 from icae_tui.domain.task import Task
-from icae_tui.run import Run, RunConfig
+from icae_tui.kept import console_source
+from icae_tui.run import RunConfig
 from icae_tui.store import RunStore
 from icae_tui.ui.kept import KeptDeliveries
 from icae_tui.ui.keymap import keyed
 from icae_tui.ui.presenting import PresentingApp
+from icae_tui.ui.requests import OpenHistory, OpenSetup
 from icae_tui.ui.screens.history import HistoryScreen
 from icae_tui.ui.screens.run import RUN_GROUP, RunScreen
 from icae_tui.ui.screens.run_setup import RunSetupScreen
@@ -74,15 +74,19 @@ class IcaeApp(PresentingApp):
     def start_run(self, config: RunConfig) -> RunScreen:
         """The run keeps its delivery for the case detail (re-run, shells) until its screen
         goes or the app quits (`ui/kept.py`)."""
-        config = dataclasses.replace(config, keep_delivery=True)
-        source = LiveSource(Run(config, self.store))
-        screen = RunScreen(source, artifacts=self.store.artifacts_dir)
+        screen = RunScreen(console_source(config, self.store), artifacts=self.store.artifacts_dir)
         self.push_screen(screen)
-        self.kept.track(screen)
+        self.kept.track(screen, screen.handle)
         return screen
 
     def open_history(self) -> None:
         self.push_screen(HistoryScreen(self.store))
+
+    def on_open_setup(self, request: OpenSetup) -> None:
+        self.open_setup(request.task)
+
+    def on_open_history(self, _request: OpenHistory) -> None:
+        self.open_history()
 
     # --- quitting -----------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
-"""The deliveries that runs started from the console keep (`RunConfig.keep_delivery`: the
-case detail re-runs cases on them and opens shells in them), discarded when their run's
-screen leaves the screen stack, or when the app quits. A crash leaves them to the reaper
-(they carry this process as their owner)."""
+"""The deliveries that runs started from the console keep (the case detail re-runs cases on
+them and opens shells in them: display/handle.py), discarded through their run's handle when
+their run's screen leaves the screen stack, or when the app quits. A crash leaves them to
+the reaper (they carry this process as their owner)."""
 
 from __future__ import annotations
 
@@ -13,49 +13,41 @@ from textual.app import App
 from textual.screen import Screen
 from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
-from icae_tui.evaluation import rerun as rerun_core
-from icae_tui.evaluation.differential import Sides
+from icae_tui.display.handle import KeptDelivery, RunHandle
 
 DISCARD_GROUP = "icae-discard-delivery"
-
-
-def kept_sides(screen: Screen[Any]) -> Sides | None:
-    """The images a run screen's run kept, once it has completed (`RunOutcome.sides`)."""
-    sides = getattr(getattr(screen, "outcome", None), "sides", None)
-    return sides if isinstance(sides, Sides) else None
 
 
 class KeptDeliveries:
     def __init__(self, app: App[Any]) -> None:
         self.app = app
-        self.screens: list[Screen[Any]] = []  # run screens whose delivery may be kept
-        self.discarded: list[Sides] = []  # in the order their discard started
+        self.tracked: list[tuple[Screen[Any], RunHandle]] = []  # runs that may keep one
+        self.discarded: list[KeptDelivery] = []  # in the order their discard started
         self._subscribed = False
 
-    def track(self, screen: Screen[Any]) -> None:
-        """Discard what `screen`'s run keeps once the screen is gone."""
+    def track(self, screen: Screen[Any], handle: RunHandle) -> None:
+        """Discard what `handle`'s run keeps once `screen` is gone."""
         if not self._subscribed:
             self.app.screen_change_signal.subscribe(self.app, self._screens_changed)
             self._subscribed = True
-        self.screens.append(screen)
+        self.tracked.append((screen, handle))
 
     def _screens_changed(self, _screen: Screen[Any]) -> None:
-        for screen in list(self.screens):
+        for screen, handle in list(self.tracked):
             if screen not in self.app.screen_stack:
-                self.screens.remove(screen)
-                self.discard(screen)
+                self.tracked.remove((screen, handle))
+                self.discard(handle)
 
-    def discard(self, screen: Screen[Any]) -> Worker[None] | None:
-        """Remove the delivery `screen`'s run kept, in a worker (None: it kept none)."""
-        sides = kept_sides(screen)
-        if sides is None or sides in self.discarded:
+    def discard(self, handle: RunHandle) -> Worker[None] | None:
+        """Remove the delivery `handle`'s run kept, in a worker (None: it keeps none, or it is
+        already going)."""
+        kept = handle.kept
+        job = handle.discard()
+        if kept is None or job is None:
             return None
-        self.discarded.append(sides)
+        self.discarded.append(kept)
         return self.app.run_worker(
-            rerun_core.discard_delivery(sides),
-            name=f"discard {sides.delivery_image}",
-            group=DISCARD_GROUP,
-            exit_on_error=False,
+            job, name=f"discard {kept.label}", group=DISCARD_GROUP, exit_on_error=False
         )
 
     def pending(self) -> list[Worker[Any]]:
@@ -67,9 +59,9 @@ class KeptDeliveries:
 
     async def discard_all(self, timeout_s: float) -> None:
         """On quitting: every kept delivery goes; waits for the removals up to `timeout_s`."""
-        for screen in self.screens:
-            self.discard(screen)
-        self.screens.clear()
+        for _screen, handle in self.tracked:
+            self.discard(handle)
+        self.tracked.clear()
 
         async def settle(worker: Worker[Any]) -> None:
             with contextlib.suppress(WorkerCancelled, WorkerFailed):

@@ -29,6 +29,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rich.terminal_theme import TerminalTheme
 from textual.color import Color, ColorParseError
@@ -127,15 +128,10 @@ class ThemeFile:
         """`base` (Textual's palette for dark or light themes) with this theme's colours."""
         if not self.ansi:
             return base
-        palette = [tuple(base.ansi_colors[i]) for i in range(16)]
+        palette: list[tuple[int, int, int]] = [base.ansi_colors[i] for i in range(16)]
         for index, rgb in self.ansi.items():
             palette[index] = rgb
-        return TerminalTheme(
-            tuple(base.background_color),  # type: ignore[arg-type]
-            tuple(base.foreground_color),  # type: ignore[arg-type]
-            palette[:8],  # type: ignore[arg-type]
-            palette[8:],  # type: ignore[arg-type]
-        )
+        return TerminalTheme(base.background_color, base.foreground_color, palette[:8], palette[8:])
 
 
 def parse_theme(path: Path, table: dict[str, object]) -> tuple[ThemeFile | None, list[Problem]]:
@@ -199,7 +195,8 @@ def parse_theme(path: Path, table: dict[str, object]) -> tuple[ThemeFile | None,
     if problems:
         return None, problems
     assert isinstance(name, str) and isinstance(dark, bool)
-    theme = Theme(name=name, dark=dark, variables=variables, **colours, **numbers)  # type: ignore[arg-type]
+    options: dict[str, Any] = {**colours, **numbers}  # checked above, field by field
+    theme = Theme(name=name, dark=dark, variables=variables, **options)
     try:
         theme.to_color_system().generate()
     except Exception as err:  # a colour system Textual cannot build: this theme only

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from icae_tui.sandbox.base import Channel
 from icae_tui.users import icae_wire
 from icae_tui.users.channel import ClarificationChannel
 
@@ -74,8 +75,10 @@ class AskServer:
         return self.folder / SOCKET_NAME
 
     @property
-    def bind(self) -> str:
-        return f"{self.folder}:{CONTAINER_DIR}:ro"  # read-only: the agent cannot write to the host
+    def box_channel(self) -> Channel:
+        """The socket's folder as the agent's box sees it (read-only: the agent cannot
+        write to the host through it)."""
+        return Channel(host_path=self.folder, box_path=CONTAINER_DIR)
 
     async def start(self) -> None:
         app = web.Application(client_max_size=64 * 1024)

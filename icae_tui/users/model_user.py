@@ -10,6 +10,10 @@ candidates) and, optionally, a rephrasing of them. Its output is checked:
   the question, which could smuggle in a confirmation of the agent's guess); otherwise the
   chosen records' text is sent verbatim.
 So nothing outside the chosen records reaches the agent, whatever the model says.
+
+In a run the model is reached through the run's model gateway (role `user`): its calls are
+recorded, counted and replayable like the agent's. Outside a run (the fidelity benchmark, a
+test) it talks to the endpoint directly.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from icae_tui.domain.task import OracleData
 from icae_tui.users import matching
@@ -86,9 +91,32 @@ _GLUE = frozenset(
 class ModelConfig:
     model: str
     base_url: str
-    api_key: str = "not-needed"
+    api_key: str = "not-needed"  # the key itself: only for a direct client (no run)
     candidates: int = 5
     timeout_s: float = 60.0
+    api_key_env: str | None = None  # in a run: the host variable the gateway reads it from
+
+
+class ChatClient(Protocol):
+    """Chat Completions, not streamed: the run's gateway endpoint, or a direct client."""
+
+    async def complete(self, body: dict[str, Any]) -> dict[str, Any]: ...
+
+
+class DirectChat:
+    """The endpoint itself through the openai package: for use outside a run."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        from openai import AsyncOpenAI
+
+        self.client = AsyncOpenAI(
+            base_url=config.base_url, api_key=config.api_key, timeout=config.timeout_s,
+            max_retries=1,
+        )  # fmt: skip
+
+    async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        completion = await self.client.chat.completions.create(**body)
+        return completion.model_dump()
 
 
 def _words(text: str) -> set[str]:
@@ -100,7 +128,7 @@ def grounded_rephrase(answer: str, chosen: list[Candidate]) -> bool:
     return bool(answer.strip()) and _words(answer) <= allowed
 
 
-def _parse(content: str) -> dict | None:
+def _parse(content: str) -> dict[str, Any] | None:
     start, end = content.find("{"), content.rfind("}")
     if start < 0 or end <= start:
         return None
@@ -114,18 +142,14 @@ def _parse(content: str) -> dict | None:
 class ModelUser:
     name = "model"
 
-    def __init__(self, data: OracleData, config: ModelConfig) -> None:
-        from openai import AsyncOpenAI
-
+    def __init__(
+        self, data: OracleData, config: ModelConfig, endpoint: ChatClient | None = None
+    ) -> None:
         self.data = data
         self.config = config
         matching.prepare(data)
-        self.client = AsyncOpenAI(
-            base_url=config.base_url,
-            api_key=config.api_key,
-            timeout=config.timeout_s,
-            max_retries=1,
-        )
+        # a run sets its gateway's endpoint before the agent may ask; else a direct client
+        self.endpoint = endpoint
 
     async def reply(self, question_id: int, question: str) -> Reply:
         offered = matching.candidates(question, self.data, k=self.config.candidates)
@@ -134,20 +158,20 @@ class ModelUser:
             return Reply(self.data.fallback_response, [], base.scores, base.runner_up,
                          fallback=True, responder="model", model=self.config.model)  # fmt: skip
         listing = "\n".join(f"[{c.record_id}] {c.text}" for c in offered)
+        body = {
+            "model": self.config.model,
+            "temperature": 0,
+            "messages": [
+                {"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": f"Candidate records:\n{listing}\n\nQuestion: {question}"},
+            ],
+        }
         try:
-            completion = await self.client.chat.completions.create(
-                model=self.config.model,
-                temperature=0,
-                messages=[
-                    {"role": "system", "content": SYSTEM_PROMPT},
-                    {
-                        "role": "user",
-                        "content": f"Candidate records:\n{listing}\n\nQuestion: {question}",
-                    },
-                ],
-            )
-            content = completion.choices[0].message.content or ""
-        except Exception as err:  # an unreachable model must not stop the run
+            if self.endpoint is None:
+                self.endpoint = DirectChat(self.config)
+            completion = await self.endpoint.complete(body)
+            content = completion["choices"][0]["message"]["content"] or ""
+        except Exception as err:  # an unreachable model, a refusal: must not stop the run
             return Reply(base.text, base.record_ids, base.scores, base.runner_up, base.fallback,
                          responder="simulated", model=f"{self.config.model} unavailable: {type(err).__name__}")  # fmt: skip
         parsed = _parse(content)
@@ -155,13 +179,15 @@ class ModelUser:
             return Reply(base.text, base.record_ids, base.scores, base.runner_up, base.fallback,
                          responder="simulated", model=f"{self.config.model} unparseable")  # fmt: skip
         by_id = {c.record_id: c for c in offered}
-        ids = parsed.get("records") if isinstance(parsed.get("records"), list) else []
+        records = parsed.get("records")
+        ids: list[Any] = records if isinstance(records, list) else []
         chosen = [by_id[i] for i in dict.fromkeys(ids) if isinstance(i, str) and i in by_id][:2]
         scores = {**base.scores, **{c.record_id: c.score for c in chosen}}
         if not chosen:
             return Reply(self.data.fallback_response, [], scores, base.runner_up,
                          fallback=True, responder="model", model=self.config.model)  # fmt: skip
-        answer = parsed.get("answer") if isinstance(parsed.get("answer"), str) else ""
+        said = parsed.get("answer")
+        answer = said if isinstance(said, str) else ""
         if not grounded_rephrase(answer, chosen):
             answer = "\n\n".join(c.text for c in chosen)  # verbatim: nothing else can leak
         return Reply(answer, [c.record_id for c in chosen], scores, base.runner_up,

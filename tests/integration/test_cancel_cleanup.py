@@ -15,7 +15,7 @@ import pytest
 
 from icae_tui.domain.events import CaseFinished, Event, PhaseChanged, QuestionAsked
 from icae_tui.run import Run, RunConfig
-from icae_tui.sandbox.engine import connect
+from icae_tui.sandbox.docker.engine import connect
 
 pytestmark = pytest.mark.docker
 

@@ -15,10 +15,10 @@ import pytest
 from icae_tui.domain.results import CaseResult, Verdict
 from icae_tui.domain.task import Case, Task
 from icae_tui.evaluation.differential import Evaluator, Sides
-from icae_tui.evaluation.sides import Box, SidePool
-from icae_tui.sandbox import containers
-from icae_tui.sandbox.disk import DiskGuard, layer_size, quota_group_bytes
-from icae_tui.sandbox.engine import connect
+from icae_tui.sandbox.docker import containers
+from icae_tui.sandbox.docker.backend import DockerSandbox
+from icae_tui.sandbox.docker.disk import DiskGuard, layer_size, quota_group_bytes
+from icae_tui.sandbox.docker.sides import Box, SidePool
 from tests.integration.tool_images import TOOL, build_tool_images, command_task
 
 pytestmark = pytest.mark.docker
@@ -74,13 +74,13 @@ class LayerMeter:
 
 
 async def _evaluate(task: Task, sides: Sides, run_id: str) -> tuple[dict[str, CaseResult], int]:
-    docker = await connect()
+    sandbox = await DockerSandbox.open()
     try:
-        async with Evaluator(docker, task, sides, run_id=run_id, concurrency=2) as ev:
+        async with Evaluator(sandbox, task, sides, run_id=run_id, concurrency=2) as ev:
             meter = LayerMeter(ev.delivery)
             results = {r.case_id: r async for r in ev.run_cases(task.cases)}
     finally:
-        await docker.close()
+        await sandbox.close()
     by_command = {ref.case.command or "": results[ref.id] for ref in task.cases}
     return by_command, meter.most
 

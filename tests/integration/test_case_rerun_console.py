@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import TextArea
 
+from icae_tui.kept import KeptImages
 from icae_tui.run import RunConfig
 from icae_tui.ui.app import IcaeApp
 from icae_tui.ui.screens.case_detail import CaseDetailScreen, EditCaseScreen
@@ -43,7 +44,7 @@ async def test_case_detail_reruns_a_failing_case_as_it_was_and_edited(fixture_ca
         await until(pilot, lambda: isinstance(app.screen, CaseDetailScreen))
         detail = app.screen
         assert detail.result.case_id == FAILING
-        assert detail.context().sides == outcome.sides
+        assert detail.context().kept == KeptImages(task, outcome.sides)
 
         # r: as it was, to the same verdict
         await pilot.press("r")
@@ -72,5 +73,6 @@ async def test_case_detail_reruns_a_failing_case_as_it_was_and_edited(fixture_ca
         assert await _image_exists(outcome.sides.delivery_image)
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, RunScreen))
-        await until(pilot, lambda: app.kept.discarded == [outcome.sides] and not app.kept.pending())
+        await until(pilot, lambda: app.kept.discarded == [KeptImages(task, outcome.sides)]
+                    and not app.kept.pending())  # fmt: skip
         assert not await _image_exists(outcome.sides.delivery_image)

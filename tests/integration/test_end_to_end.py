@@ -145,8 +145,7 @@ async def test_nondeterministic_oracle_is_flagged_not_counted(tmp_path, store):
 
 async def test_tasks_verify_finds_wrong_expected_and_nondeterminism(tmp_path):
     from icae_tui.evaluation.verify import verify_task
-    from icae_tui.sandbox.engine import connect
-    from icae_tui.sandbox.images import ensure_task_images
+    from icae_tui.sandbox.docker.backend import DockerSandbox
 
     task = _mini_copy_with(
         tmp_path,
@@ -155,14 +154,14 @@ async def test_tasks_verify_finds_wrong_expected_and_nondeterminism(tmp_path):
             {"input": {"op": "upper", "text": "a"}, "expected_output": "B\n"},
         ],
     )
-    docker = await connect()
+    sandbox = await DockerSandbox.open()
     try:
-        images = await ensure_task_images(docker, task)
+        images = await sandbox.task_images(task)
         checks = {
-            c.case_id: c async for c in verify_task(docker, task, images.oracle, run_id="t-verify")
+            c.case_id: c async for c in verify_task(sandbox, task, images.oracle, run_id="t-verify")
         }
     finally:
-        await docker.close()
+        await sandbox.close()
     assert not checks["enhanced/extra#0"].deterministic
     assert (
         checks["enhanced/extra#1"].deterministic and not checks["enhanced/extra#1"].matches_stored

@@ -12,7 +12,7 @@ import pytest
 
 from icae_tui.domain.task import Case, Task
 from icae_tui.evaluation.differential import Evaluator, Sides
-from icae_tui.sandbox.engine import connect
+from icae_tui.sandbox.docker.backend import DockerSandbox
 from tests.integration.tool_images import TOOL, build_tool_images, command_task
 
 pytestmark = pytest.mark.docker
@@ -73,14 +73,14 @@ def images() -> Sides:
 
 
 async def _run(task: Task, sides: Sides, *, fast: bool = True, concurrency: int = 1):
-    docker = await connect()
+    sandbox = await DockerSandbox.open()
     try:
         async with Evaluator(
-            docker, task, sides, run_id="test-engine", concurrency=concurrency, fast=fast
+            sandbox, task, sides, run_id="test-engine", concurrency=concurrency, fast=fast
         ) as ev:
             return {r.case_id: r async for r in ev.run_cases(task.cases)}
     finally:
-        await docker.close()
+        await sandbox.close()
 
 
 async def test_each_bomb_has_its_own_verdict_and_the_next_case_runs(images):

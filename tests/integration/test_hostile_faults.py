@@ -28,10 +28,10 @@ from icae_tui.domain.events import (
 from icae_tui.domain.results import CaseResult, Verdict
 from icae_tui.domain.task import Case, CaseRef, Split, Task, TaskSpec
 from icae_tui.evaluation.differential import EngineLost, Evaluator, Sides
-from icae_tui.evaluation.sides import Box, SidePool
 from icae_tui.headless import PlainPrinter
 from icae_tui.run import Run, RunConfig
-from icae_tui.sandbox.engine import connect
+from icae_tui.sandbox.docker.backend import DockerSandbox
+from icae_tui.sandbox.docker.sides import Box, SidePool
 from icae_tui.store import RunStore
 from tests.conftest import FIXTURE_TASKS
 from tests.integration.tool_images import TOOL, build_tool_images
@@ -93,12 +93,12 @@ def images() -> Sides:
 async def _evaluate(
     task: Task, sides: Sides, run_id: str, *, concurrency: int = 2
 ) -> dict[str, CaseResult]:
-    docker = await connect()
+    sandbox = await DockerSandbox.open()
     try:
-        async with Evaluator(docker, task, sides, run_id=run_id, concurrency=concurrency) as ev:
+        async with Evaluator(sandbox, task, sides, run_id=run_id, concurrency=concurrency) as ev:
             return {r.case_id: r async for r in ev.run_cases(task.cases)}
     finally:
-        await docker.close()
+        await sandbox.close()
 
 
 def _by_command(task: Task, results: dict[str, CaseResult]) -> list[tuple[str, CaseResult]]:
@@ -177,10 +177,10 @@ class OneAtATime(Evaluator):
 async def test_a_case_whose_container_is_removed_gets_a_verdict(images):
     commands = ["tool ok1", "tool doomed", "tool ok2", "tool flaky", "tool oracle-doomed"]
     task = _task(commands + ["tool ok3"])
-    docker = await connect()
+    sandbox = await DockerSandbox.open()
     try:
         async with OneAtATime(
-            docker, task, images, run_id="test-faults-removed", concurrency=1
+            sandbox, task, images, run_id="test-faults-removed", concurrency=1
         ) as ev:
             target = lambda: ev.current  # noqa: E731
             deliveries = {"tool doomed": 2, "tool flaky": 1}  # twice: the retry fails too
@@ -188,7 +188,7 @@ async def test_a_case_whose_container_is_removed_gets_a_verdict(images):
             on_oracle = Saboteur(ev.oracle, {"tool oracle-doomed": 2}, target)
             results = {r.case_id: r async for r in ev.run_cases(task.cases)}
     finally:
-        await docker.close()
+        await sandbox.close()
     assert on_delivery.removed == on_delivery.plan and on_oracle.removed == on_oracle.plan
     verdicts = dict(_by_command(task, results))
     doomed = verdicts["tool doomed"]
@@ -207,9 +207,9 @@ async def test_a_lost_engine_ends_the_run_and_leaves_no_case_running(images, mon
     needs no real outage: a case's refusal is then taken for a lost engine."""
     task = _task([f"tool ok{i}" for i in range(6)])
 
-    docker = await connect()
+    sandbox = await DockerSandbox.open()
     try:
-        async with Evaluator(docker, task, images, run_id="test-faults-lost", concurrency=2) as ev:
+        async with Evaluator(sandbox, task, images, run_id="test-faults-lost", concurrency=2) as ev:
             Saboteur(ev.delivery, {"": 1}, lambda: "")  # the first box taken
             monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
             with pytest.raises(EngineLost) as lost:
@@ -217,7 +217,7 @@ async def test_a_lost_engine_ends_the_run_and_leaves_no_case_running(images, mon
                     pass
             assert _cases_in_flight() == []  # cancelled and awaited before the error surfaced
     finally:
-        await docker.close()
+        await sandbox.close()
     assert "nonexistent" in str(lost.value) and "No such container" in str(lost.value)
 
 

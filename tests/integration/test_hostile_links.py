@@ -23,10 +23,11 @@ import pytest
 from icae_tui.domain.results import CaseResult
 from icae_tui.domain.task import Case, CaseRef, Split, Task, TaskSpec
 from icae_tui.evaluation.differential import Evaluator, Sides
-from icae_tui.sandbox import hostview
-from icae_tui.sandbox.containers import create_container
-from icae_tui.sandbox.engine import connect
-from icae_tui.sandbox.images import BASE_IMAGE, ensure_base_image
+from icae_tui.sandbox.docker import hostview
+from icae_tui.sandbox.docker.backend import DockerSandbox
+from icae_tui.sandbox.docker.containers import create_container
+from icae_tui.sandbox.docker.engine import connect
+from icae_tui.sandbox.docker.images import BASE_IMAGE, ensure_base_image
 
 pytestmark = pytest.mark.docker
 
@@ -123,12 +124,12 @@ class _HashSpy:
 
 
 async def _run(task: Task, sides: Sides) -> dict[str, CaseResult]:
-    docker = await connect()
+    sandbox = await DockerSandbox.open()
     try:
-        async with Evaluator(docker, task, sides, run_id="test-links", concurrency=1) as ev:
+        async with Evaluator(sandbox, task, sides, run_id="test-links", concurrency=1) as ev:
             return {r.case_id: r async for r in ev.run_cases(task.cases)}
     finally:
-        await docker.close()
+        await sandbox.close()
 
 
 def _writes(link: str, host: Path) -> str:

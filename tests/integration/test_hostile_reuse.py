@@ -17,9 +17,10 @@ import pytest
 from icae_tui.domain.results import CaseResult
 from icae_tui.domain.task import Case, Task
 from icae_tui.evaluation.differential import Evaluator, Sides
-from icae_tui.evaluation.sides import SidePool, kill_extras, left_running, proc_identity
-from icae_tui.sandbox.engine import connect
-from icae_tui.sandbox.hostview import process_state
+from icae_tui.sandbox.docker.backend import DockerSandbox
+from icae_tui.sandbox.docker.engine import connect
+from icae_tui.sandbox.docker.hostview import process_state
+from icae_tui.sandbox.docker.sides import SidePool, kill_extras, left_running, proc_identity
 from tests.integration.tool_images import TOOL, build_tool_images, command_task
 
 pytestmark = pytest.mark.docker
@@ -155,13 +156,13 @@ def images() -> Sides:
 
 
 async def _run(task: Task, sides: Sides) -> list[CaseResult]:
-    docker = await connect()
+    sandbox = await DockerSandbox.open()
     try:
         # One case at a time: a container judged clean serves the next case.
-        async with Evaluator(docker, task, sides, run_id="test-reuse", concurrency=1) as ev:
+        async with Evaluator(sandbox, task, sides, run_id="test-reuse", concurrency=1) as ev:
             results = {r.case_id: r async for r in ev.run_cases(task.cases)}
     finally:
-        await docker.close()
+        await sandbox.close()
     return [results[ref.id] for ref in task.cases]
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from icae_tui.sandbox.containers import create_container
-from icae_tui.sandbox.engine import connect
-from icae_tui.sandbox.images import BASE_IMAGE
-from icae_tui.sandbox.reaper import reap
+from icae_tui.sandbox.docker.containers import create_container
+from icae_tui.sandbox.docker.engine import connect
+from icae_tui.sandbox.docker.images import BASE_IMAGE
+from icae_tui.sandbox.docker.reaper import reap
 from tests.conftest import FIXTURE_TASKS, ROOT
 from tests.polling import eventually
 

@@ -10,10 +10,10 @@ import uuid
 import aiodocker
 import pytest
 
-from icae_tui.sandbox.containers import container, create_container, labels_for, make_tar
-from icae_tui.sandbox.engine import connect
-from icae_tui.sandbox.engine_api import import_rootfs
-from icae_tui.sandbox.images import BASE_IMAGE, ensure_base_image
+from icae_tui.sandbox.docker.containers import container, create_container, labels_for, make_tar
+from icae_tui.sandbox.docker.engine import connect
+from icae_tui.sandbox.docker.engine_api import import_rootfs
+from icae_tui.sandbox.docker.images import BASE_IMAGE, ensure_base_image
 
 pytestmark = pytest.mark.docker
 

@@ -15,7 +15,7 @@ import pytest
 from icae_tui.domain.results import CaseResult
 from icae_tui.domain.task import Case
 from icae_tui.evaluation.differential import Evaluator, Sides
-from icae_tui.sandbox.engine import connect
+from icae_tui.sandbox.docker.backend import DockerSandbox
 from tests.integration.tool_images import TOOL, build_tool_images, command_task
 
 pytestmark = pytest.mark.docker
@@ -53,14 +53,14 @@ async def _run(sides: Sides, *, fast: bool) -> dict[str, CaseResult]:
         [Case(command="tool names", pattern="names"), Case(command="tool deep", pattern="deep")],
         timeout_s=20,
     )
-    docker = await connect()
+    sandbox = await DockerSandbox.open()
     try:
         async with Evaluator(
-            docker, task, sides, run_id="test-names", concurrency=1, fast=fast
+            sandbox, task, sides, run_id="test-names", concurrency=1, fast=fast
         ) as ev:
             return {r.pattern: r async for r in ev.run_cases(task.cases)}
     finally:
-        await docker.close()
+        await sandbox.close()
 
 
 @pytest.fixture(scope="module", params=[True, False], ids=["host view", "engine changes"])

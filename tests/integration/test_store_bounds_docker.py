@@ -12,6 +12,7 @@ import asyncio
 import json
 
 import pytest
+from icae_tui.sandbox.effects import CHANGES_CAP, CHANGES_JSON_CAP
 
 from icae_tui.bounds import CASE_BOUND_BYTES
 from icae_tui.domain.events import (
@@ -26,10 +27,9 @@ from icae_tui.domain.results import CaseResult
 from icae_tui.domain.task import Case, CaseRef, Split, Task, TaskSpec
 from icae_tui.evaluation.differential import Evaluator, Sides
 from icae_tui.evaluation.scoring import score
-from icae_tui.evaluation.sidefx import CHANGES_CAP, CHANGES_JSON_CAP
 from icae_tui.report import write_report
 from icae_tui.run import Run, RunConfig
-from icae_tui.sandbox.engine import connect
+from icae_tui.sandbox.docker.backend import DockerSandbox
 from tests.integration.tool_images import TOOL, build_tool_images
 
 pytestmark = pytest.mark.docker
@@ -83,13 +83,13 @@ async def _build_images() -> Sides:
 
 
 async def _evaluate(task: Task, sides: Sides) -> list[CaseResult]:
-    docker = await connect()
+    sandbox = await DockerSandbox.open()
     try:
         # one case at a time: two floods at once would only share the two cores
-        async with Evaluator(docker, task, sides, run_id="test-bounds", concurrency=1) as ev:
+        async with Evaluator(sandbox, task, sides, run_id="test-bounds", concurrency=1) as ev:
             return [r async for r in ev.run_cases(task.cases)]
     finally:
-        await docker.close()
+        await sandbox.close()
 
 
 @pytest.fixture(scope="module")

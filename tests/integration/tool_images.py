@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from icae_tui.domain.task import Case, CaseRef, Split, Task, TaskSpec
 from icae_tui.evaluation.differential import Sides
-from icae_tui.sandbox.containers import create_container
-from icae_tui.sandbox.engine import connect
-from icae_tui.sandbox.images import BASE_IMAGE, ensure_base_image
+from icae_tui.sandbox.docker.containers import create_container
+from icae_tui.sandbox.docker.engine import connect
+from icae_tui.sandbox.docker.images import BASE_IMAGE, ensure_base_image
 
 TOOL = "/usr/local/bin/tool"
 

@@ -30,7 +30,7 @@ from icae_tui.domain.events import (
     RunStarted,
     ScoreUpdated,
 )
-from icae_tui.domain.results import CaseResult, Score, SideRun, Verdict
+from icae_tui.domain.results import LADDER_METRICS, CaseResult, Score, SideRun, Verdict
 from icae_tui.domain.states import StopReason
 from icae_tui.domain.task import Level
 from icae_tui.gateway import InfraFailure, ModelCall
@@ -55,10 +55,7 @@ def result(case_id: str, verdict: Verdict = Verdict.ACCEPTED, reason: str = "ide
         command="mini",
         verdict=verdict,
         reason=reason,
-        exec_ok=True,
-        sp=passed,
-        em=passed,
-        fm=passed,
+        metrics={"exec": 1.0, "sp": passed, "em": passed, "fm": passed},
         passed=passed,
         oracle=side(),
         delivery=side(delivery_exit, delivery_stdout),
@@ -82,7 +79,8 @@ def started(responder: str = "simulated", **extra) -> RunStarted:
 def score(done: int, planned: int, overall: float) -> Score:
     return Score(
         done=done, planned=planned, overall=overall, macro=overall,
-        exec_rate=1.0, sp_rate=overall, em_rate=overall, fm_rate=overall,
+        metrics=[m for m in LADDER_METRICS if m.kind.aggregated],
+        rates={"exec": 1.0, "sp": overall, "em": overall, "fm": overall},
     )  # fmt: skip
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from icae_tui.ui.screens.case_detail import NOT_KEPT, CaseContext, CaseDetailScreen
+from icae_tui.display.handle import NOT_KEPT, CaseContext
+from icae_tui.ui.screens.case_detail import CaseDetailScreen
 
 from .helpers import until
 from .test_case_inspecting import mini, wrong  # noqa: F401  (a fixture)

@@ -13,21 +13,17 @@ import pytest
 from textual.widget import Widget
 from textual.widgets import Input, Static, TextArea
 
+from icae_tui import kept as kept_module
 from icae_tui.catalog import Catalog
+from icae_tui.display.handle import NOT_KEPT, STORED, CaseContext
 from icae_tui.display.sources import ReplaySource
 from icae_tui.domain.results import CaseResult, FileChange, SideRun, Verdict
 from icae_tui.evaluation import rerun as rerun_core
 from icae_tui.evaluation.differential import Sides
+from icae_tui.kept import KeptImages
 from icae_tui.run import RunConfig
-from icae_tui.ui import app as app_module
 from icae_tui.ui.app import IcaeApp
-from icae_tui.ui.screens.case_detail import (
-    NOT_KEPT,
-    STORED,
-    CaseContext,
-    CaseDetailScreen,
-    EditCaseScreen,
-)
+from icae_tui.ui.screens.case_detail import CaseDetailScreen, EditCaseScreen
 from icae_tui.ui.screens.run import RunScreen
 from icae_tui.ui.widgets.case_view import SPAN_STYLE
 
@@ -36,6 +32,12 @@ from .helpers import FakeRun, finish, recorded_run, until
 SIDES = Sides(oracle_image="icae-oracle-mini:test", delivery_image="icae-delivery-mini:test")
 CASE = "hidden/ops#0"
 HOSTILE = "\x1b[31mred\x1b[0m [bold]markup[/] [link=http://x]l[/link]"
+
+
+def kept_context(task, **extra) -> CaseContext:
+    """A case of a completed console run that kept its delivery (SIDES), as the case detail
+    gets it from the run's handle."""
+    return CaseContext(task=task, kept=KeptImages(task, SIDES), run_id="r1", gone="", **extra)
 
 
 def side(stdout: str, exit_code: int | None = 0, stderr: str = "", **extra) -> SideRun:
@@ -57,7 +59,7 @@ def wrong(**extra) -> CaseResult:
     fields = dict(
         case_id=CASE, split="hidden", pattern="ops", command="mini",
         verdict=Verdict.SIDE_EFFECTS, reason="n.txt added only by the oracle",
-        exec_ok=True, oracle=oracle, delivery=delivery,
+        metrics={"exec": 1.0}, oracle=oracle, delivery=delivery,
     )  # fmt: skip
     return CaseResult(**(fields | extra))
 
@@ -213,7 +215,7 @@ async def test_stored_case_without_its_task_says_what_is_missing(app):
 
 
 async def test_ladder_shows_the_failed_rung_and_the_ones_not_reached(app):
-    result = wrong(verdict=Verdict.WRONG_ANSWER, exec_ok=False, reason="exit code differs")
+    result = wrong(verdict=Verdict.WRONG_ANSWER, metrics={"exec": 0.0}, reason="exit code differs")
     result.delivery.exit_code = 2
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_detail(app, pilot, result)
@@ -236,7 +238,7 @@ async def test_keys_say_the_delivery_is_gone_for_a_stored_run(app, key):
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, CaseDetailScreen))
         detail = app.screen
-        assert detail.context().gone == STORED and detail.context().sides is None
+        assert detail.context().gone == STORED and detail.context().kept is None
         assert "the delivery is gone" in detail.note
         await pilot.press(key)
         await pilot.pause()
@@ -246,8 +248,8 @@ async def test_keys_say_the_delivery_is_gone_for_a_stored_run(app, key):
 
 
 async def test_a_build_error_case_is_not_re_run(app, mini):
-    result = wrong(verdict=Verdict.BUILD_ERROR, reason="build failed", exec_ok=False)
-    ctx = CaseContext(task=mini, sides=SIDES, run_id="r1", gone="")
+    result = wrong(verdict=Verdict.BUILD_ERROR, reason="build failed", metrics={})
+    ctx = kept_context(mini)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_detail(app, pilot, result, context=ctx)
         await pilot.press("r")
@@ -271,8 +273,9 @@ def fake_rerun(monkeypatch):
         await release.wait()
         if isinstance(ref.case.input, dict) and ref.case.input.get("op") == "upper":
             same = side("FINE\n")
-            return wrong(verdict=Verdict.ACCEPTED, reason="identical", sp=True, em=True,
-                         fm=True, passed=True, oracle=same, delivery=same)  # fmt: skip
+            return wrong(verdict=Verdict.ACCEPTED, reason="identical", passed=True,
+                         metrics=dict.fromkeys(("exec", "sp", "em", "fm"), 1.0),
+                         oracle=same, delivery=same)  # fmt: skip
         return wrong()
 
     monkeypatch.setattr(rerun_core, "rerun_case", rerun_case)
@@ -281,7 +284,7 @@ def fake_rerun(monkeypatch):
 
 async def test_rerun_shows_re_running_then_the_result_and_whether_it_changed(app, mini, fake_rerun):
     calls, release = fake_rerun
-    ctx = CaseContext(task=mini, sides=SIDES, run_id="r1", source="as this run has it", gone="")
+    ctx = kept_context(mini, source="as this run has it")
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_detail(app, pilot, wrong(), context=ctx)
         await pilot.press("r")
@@ -300,7 +303,7 @@ async def test_rerun_shows_re_running_then_the_result_and_whether_it_changed(app
 async def test_edit_form_refuses_invalid_json_then_reruns_the_edited_input(app, mini, fake_rerun):
     calls, release = fake_rerun
     release.set()
-    ctx = CaseContext(task=mini, sides=SIDES, run_id="r1", source="as this run has it", gone="")
+    ctx = kept_context(mini, source="as this run has it")
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_detail(app, pilot, wrong(), context=ctx)
         await pilot.press("e")
@@ -344,7 +347,7 @@ async def test_a_command_case_edits_its_command_and_refuses_an_empty_one(app, mi
     ref = next(r for r in mini.cases if r.id == CASE)
     with_command = ref.model_copy(update={"case": ref.case.model_copy(update={"command": "mini"})})
     task = mini.model_copy(update={"cases": [with_command]})
-    ctx = CaseContext(task=task, sides=SIDES, run_id="r1", gone="")
+    ctx = kept_context(task)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_detail(app, pilot, wrong(), context=ctx)
         await pilot.press("e")
@@ -372,7 +375,7 @@ async def test_shell_without_docker_cli_says_so(app, mini, monkeypatch):
     from icae_tui.ui.screens import case_detail
 
     monkeypatch.setattr(case_detail.shutil, "which", lambda name: None)
-    ctx = CaseContext(task=mini, sides=SIDES, run_id="r1", gone="")
+    ctx = kept_context(mini)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_detail(app, pilot, wrong(), context=ctx)
         await pilot.press("s")
@@ -388,7 +391,7 @@ async def test_shell_where_the_terminal_cannot_be_handed_over_says_so(app, mini,
     monkeypatch.setattr(case_detail.shutil, "which", lambda name: "/usr/bin/docker")
     ran: list = []
     monkeypatch.setattr(case_detail.subprocess, "call", lambda *a, **k: ran.append(a) or 0)
-    ctx = CaseContext(task=mini, sides=SIDES, run_id="r1", gone="")
+    ctx = kept_context(mini)
     async with app.run_test(size=(120, 40)) as pilot:  # headless: no terminal to give
         await open_detail(app, pilot, wrong(), context=ctx)
         await pilot.press("o")
@@ -427,7 +430,7 @@ def keeping(monkeypatch):
     async def discard_delivery(sides):
         discarded.append(sides)
 
-    monkeypatch.setattr(app_module, "Run", KeepingRun)
+    monkeypatch.setattr(kept_module, "Run", KeepingRun)
     monkeypatch.setattr(rerun_core, "discard_delivery", discard_delivery)
     return discarded
 
@@ -445,7 +448,7 @@ async def test_a_console_run_keeps_its_delivery_until_its_screen_goes(
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, CaseDetailScreen))
         ctx = app.screen.context()
-        assert ctx.sides == SIDES and ctx.task is not None and ctx.gone == ""
+        assert ctx.kept == KeptImages(ctx.task, SIDES) and ctx.gone == ""
         await pilot.press("escape")
         await until(pilot, lambda: app.screen is run)
         assert keeping == []  # the run's screen is still there

@@ -170,7 +170,7 @@ async def test_operator_switches_to_human_mid_run_and_back(tmp_path, store):
 async def test_console_cancel_leaves_no_container(bundled_catalog, store, after_cases):
     """`c`, confirm, while semver's cases run 8 at a time: the console says when it is done
     and nothing of the run is left on the engine."""
-    from icae_tui.sandbox.engine import connect
+    from icae_tui.sandbox.docker.engine import connect
 
     app = IcaeApp(catalog=bundled_catalog, store=store, pace_s=0)
     async with app.run_test(size=(160, 45)) as pilot:

@@ -2,13 +2,14 @@
 highlighted), their side effects compared, what the case is (input, command, fixtures, prep)
 and the verdict ladder (which rung failed, which were never reached) — in one scroll.
 
-After a live run started from the console, the run keeps its frozen delivery
-(`RunConfig.keep_delivery`; `RunOutcome.sides`), and the case can be tried again on it:
-`r` re-runs it as it was, `e` with an edited command or input (`evaluation/rerun.py`), in a
-worker, and the screen then shows the new result and whether it changed. `s` and `o` open a
-shell in the delivery's or the oracle's image: the console steps aside (`App.suspend`) for
-`docker run -it` and comes back when the shell ends. For a stored run, or a live one that
-has not completed, these keys say why they cannot.
+Everything it shows and does beyond the result comes from the run's handle
+(display/handle.py: `RunHandle.case_context`). After a live run started from the console,
+the run keeps its frozen delivery, and the case can be tried again on it: `r` re-runs it as
+it was, `e` with an edited command or input, in a worker, and the screen then shows the new
+result and whether it changed. `s` and `o` open a shell in the delivery's or the oracle's
+image: the console steps aside (`App.suspend`) for the handle's `docker run -it` and comes
+back when the shell ends. For a stored run, or a live one that has not completed, these keys
+say why they cannot.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.text import Text
@@ -29,12 +31,10 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static, TextArea
 from textual.worker import Worker, WorkerState
 
-from icae_tui.display.sources import LiveSource
+from icae_tui.display.handle import CaseContext, RunHandle, Side
 from icae_tui.display.wording import ladder_segments
-from icae_tui.domain.results import CaseResult, Verdict
-from icae_tui.domain.task import CaseRef, Task
-from icae_tui.evaluation import rerun as rerun_core
-from icae_tui.evaluation.differential import Sides
+from icae_tui.domain.results import CaseResult, MetricSpec, Verdict
+from icae_tui.domain.task import CaseRef
 from icae_tui.ui.keymap import keyed
 from icae_tui.ui.text import safe, segments, verdict_text
 from icae_tui.ui.widgets.case_view import (
@@ -46,62 +46,10 @@ from icae_tui.ui.widgets.case_view import (
 )
 from icae_tui.ui.widgets.footer import Footer
 
-if TYPE_CHECKING:
-    from icae_tui.ui.screens.run import RunScreen
-
 RERUN_GROUP = "icae-case-rerun"
 
-STORED = "the delivery is gone: a stored run keeps none (only a run started in this console does)"
-NOT_KEPT = "the delivery is gone: this run did not keep it"
-NOT_COMPLETED = "the delivery is gone: the run did not complete"
-STILL_RUNNING = "the run is still going: its delivery is kept once it has completed"
-NO_RUN = "the delivery is gone: this case is shown without its run"
 
-
-@dataclass(frozen=True)
-class CaseContext:
-    """What the case detail knows beyond the result: the task (for the case's definition and
-    a re-run), the kept images (None: `gone` says why) and the run's id."""
-
-    task: Task | None = None
-    sides: Sides | None = None
-    run_id: str = ""
-    source: str = ""  # where the case's definition comes from
-    gone: str = NO_RUN
-
-    def ref(self, case_id: str) -> CaseRef | None:
-        if self.task is None:
-            return None
-        return next((ref for ref in self.task.cases if ref.id == case_id), None)
-
-
-def case_context(run: RunScreen, tasks: dict[str, Task]) -> CaseContext:
-    """What a run screen holds for its cases, asked each time (a live run keeps its delivery
-    only once it has completed). `tasks`: the catalog's, for a stored run's cases."""
-    source = run.source
-    started = run.view.started
-    run_id = source.run_id or (started.run_id if started is not None else "")
-    config = getattr(source.run, "config", None) if isinstance(source, LiveSource) else None
-    task = getattr(config, "task", None)
-    if isinstance(task, Task):  # a live run: its own task
-        sides = getattr(run.outcome, "sides", None)
-        if isinstance(sides, Sides):
-            return CaseContext(task, sides, run_id, "as this run has it", "")
-        if run.running:
-            gone = STILL_RUNNING
-        elif not getattr(config, "keep_delivery", False):
-            gone = NOT_KEPT
-        else:
-            gone = NOT_COMPLETED
-        return CaseContext(task, None, run_id, "as this run has it", gone)
-    task_id = started.task_id if started is not None else ""
-    stored = tasks.get(task_id)
-    if stored is None:
-        return CaseContext(None, None, run_id, "", STORED)
-    return CaseContext(stored, None, run_id, "from the task as it is now", STORED)
-
-
-def case_summary_text(r: CaseResult) -> Text:
+def case_summary_text(r: CaseResult, metrics: Sequence[MetricSpec] = ()) -> Text:
     text = Text()
     text.append_text(safe(r.case_id, "bold"))
     text.append("  ")
@@ -113,7 +61,7 @@ def case_summary_text(r: CaseResult) -> Text:
     text.append("  ·  split ", style="dim")
     text.append_text(safe(r.split))
     text.append("  ·  ", style="dim")
-    segments(ladder_segments(r), text)  # the rungs it reached; the later ones "not reached"
+    segments(ladder_segments(r, metrics), text)  # rungs reached, the rest "not reached"; others
     return text
 
 
@@ -246,17 +194,20 @@ class CaseDetailScreen(ModalScreen[None]):
     def __init__(
         self,
         result: CaseResult,
-        run: RunScreen | None = None,
+        handle: RunHandle | None = None,
         *,
         context: CaseContext | None = None,
+        metrics: Sequence[MetricSpec] = (),
     ) -> None:
-        """`run`: the run screen the case is from (what it kept is asked when needed);
-        `context`: a fixed one instead (tests, or a case without its run)."""
+        """`handle`: the run the case is from (what it kept is asked when needed);
+        `context`: a fixed one instead (tests, or a case without its run); `metrics`: the
+        run's metric specs, for the ladder line."""
         super().__init__()
         self.original = result  # the run's result
         self.result = result  # what is shown: the run's, or the last re-run's
-        self.run = run
+        self.handle = handle
         self.fixed = context
+        self.metrics = metrics
         self.ref: CaseRef | None = None  # the case as last run (edited or not)
         self.reruns = 0
         self.pending: Pending | None = None
@@ -267,9 +218,8 @@ class CaseDetailScreen(ModalScreen[None]):
     def context(self) -> CaseContext:
         if self.fixed is not None:
             return self.fixed
-        if self.run is not None:
-            catalog = getattr(self.app, "catalog", None)
-            return case_context(self.run, getattr(catalog, "tasks", {}))
+        if self.handle is not None:
+            return self.handle.case_context()
         return CaseContext()
 
     # --- drawing -----------------------------------------------------------------------------
@@ -291,7 +241,7 @@ class CaseDetailScreen(ModalScreen[None]):
         ctx = self.context()
         self.ref = ctx.ref(self.result.case_id)
         self.show()
-        if ctx.sides is None:
+        if ctx.kept is None:
             self.set_note(Text(f"re-run and shells: {ctx.gone}", style="dim italic"))
         else:
             self.set_note(Text("r re-runs this case on the kept delivery, e with an edited "
@@ -306,7 +256,7 @@ class CaseDetailScreen(ModalScreen[None]):
     def show(self) -> None:
         """Draw `self.result` and the case as last run."""
         r, ctx = self.result, self.context()
-        self.query_one("#case-summary", Static).update(case_summary_text(r))
+        self.query_one("#case-summary", Static).update(case_summary_text(r, self.metrics))
         self.query_one("#case-run", Static).update(run_table(r))
         stdout = stream_view("stdout", r.oracle, r.delivery)
         stderr = stream_view("stderr", r.oracle, r.delivery)
@@ -324,13 +274,9 @@ class CaseDetailScreen(ModalScreen[None]):
             missing = "input, fixtures and prep: not available (the run's task is not loaded)"
         elif self.ref is None:
             missing = f"input, fixtures and prep: not available ({task.id} has no such case now)"
-        timeout = None
-        if task is not None and self.ref is not None:
-            timeout = self.ref.case.timeout_s or task.spec.cases.timeout_s
         return case_setup_text(
-            self.result.command, self.ref,
-            kind=task.spec.interface.kind if task is not None else "",
-            timeout_s=timeout, source=source, missing=missing,
+            self.result.command, self.ref, kind=ctx.kind, timeout_s=ctx.timeout_s(self.ref),
+            source=source, missing=missing,
         )  # fmt: skip
 
     # --- re-running ------------------------------------------------------------------------
@@ -338,9 +284,8 @@ class CaseDetailScreen(ModalScreen[None]):
     def _ready(self) -> tuple[CaseContext, CaseRef] | None:
         """The context and the case, when a re-run can start; else None, and why is said."""
         ctx = self.context()
-        if ctx.sides is None or ctx.task is None:
-            self.notify(ctx.gone[:1].upper() + ctx.gone[1:] + ".", title="Re-run",
-                        severity="warning")  # fmt: skip
+        if ctx.why_not or ctx.task is None:
+            self.notify(ctx.why_not, title="Re-run", severity="warning")
             return None
         ref = ctx.ref(self.original.case_id)
         if ref is None:
@@ -367,30 +312,29 @@ class CaseDetailScreen(ModalScreen[None]):
             return
         ctx, ref = ready
         last = self.ref if self.ref is not None else ref
-        kind = ctx.task.spec.interface.kind if ctx.task is not None else ""
 
         tool = self.original.command  # what the case runs when it has no command of its own
 
         def chosen(edit: CaseEdit | None) -> None:
-            if edit is None:
+            if edit is None or ctx.kept is None:
                 return
             command = edit.command
             if command is not None and ref.case.command is None and command == tool:
                 command = None  # the tool, as the case has it
-            case = rerun_core.edited(ref, command=command, input=edit.input)
+            case = ctx.kept.edited(ref, command=command, input=edit.input)
             self.start_rerun(ctx, case, edited_how(ref, case))
 
-        self.app.push_screen(EditCaseScreen(last, kind, tool), chosen)
+        self.app.push_screen(EditCaseScreen(last, ctx.kind, tool), chosen)
 
     def start_rerun(self, ctx: CaseContext, ref: CaseRef, how: str) -> None:
-        assert ctx.task is not None and ctx.sides is not None
+        assert ctx.kept is not None
         self.reruns += 1
         self.pending = Pending(self.reruns, how, ref)
         self.set_note(Text(f"re-running… (re-run {self.reruns}: {how}) on the kept delivery "
                            "and the oracle", style="bold yellow"))  # fmt: skip
         run_id = f"{ctx.run_id or 'case'}-rerun{self.reruns}"
         self.rerun_worker = self.run_worker(
-            rerun_core.rerun_case(ctx.task, ctx.sides, ref, run_id=run_id),
+            ctx.kept.rerun(ref, run_id=run_id),
             name=f"re-run {ref.id}",
             group=RERUN_GROUP,
             exit_on_error=False,
@@ -433,17 +377,11 @@ class CaseDetailScreen(ModalScreen[None]):
 
     def action_shell(self, side: str) -> None:
         ctx = self.context()
-        if ctx.sides is None or ctx.task is None:
-            self.notify(ctx.gone[:1].upper() + ctx.gone[1:] + ".", title="Shell",
-                        severity="warning")  # fmt: skip
+        if ctx.kept is None or ctx.why_not:
+            self.notify(ctx.why_not, title="Shell", severity="warning")
             return
-        spec = ctx.task.spec
-        if side == "oracle":
-            image, workdir = ctx.sides.oracle_image, spec.oracle.path
-        else:
-            image, workdir = ctx.sides.delivery_image, spec.delivery.workspace
-        argv = rerun_core.shell_argv(image, workdir)
-        line = rerun_core.shell_line(image, workdir)
+        shell = ctx.kept.shell(Side(side))
+        argv, line, image, workdir = list(shell.argv), shell.line, shell.image, shell.workdir
         if shutil.which(argv[0]) is None:
             self.notify(f"docker's command-line client is not installed here. With it: {line}",
                         title="Shell", severity="error", timeout=20, markup=False)  # fmt: skip

@@ -10,6 +10,7 @@ the file and the line; it is not replayed.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from rich.text import Text
@@ -23,10 +24,11 @@ from icae_tui.catalog import Catalog
 from icae_tui.display.replay import Sleep
 from icae_tui.display.wording import UNKNOWN, pct, responders_label
 from icae_tui.domain.events import Event, RunFinished, RunStarted
+from icae_tui.domain.task import Task
 from icae_tui.recordings import Recording, RecordingError
 from icae_tui.store import RunStore
 from icae_tui.ui.keymap import keyed
-from icae_tui.ui.screens.replay import open_replay
+from icae_tui.ui.screens.replay import app_catalog, open_replay
 from icae_tui.ui.text import STATUS_STYLES, safe
 from icae_tui.ui.widgets.footer import Footer
 
@@ -103,10 +105,8 @@ class HistoryScreen(Screen[None]):
         table.focus()
 
     def _list_recordings(self, table: DataTable[Text]) -> None:
-        catalog = self.catalog if self.catalog is not None else getattr(self.app, "catalog", None)
-        if catalog is None:
-            return
-        roots = {task_id: Path(task.root) for task_id, task in catalog.tasks.items()}
+        tasks = self.tasks()
+        roots = {task_id: Path(task.root) for task_id, task in tasks.items()}
         problems = []
         for rec in recordings.bundled(roots):
             key = f"{DEMO_KEY}{rec.path}"
@@ -165,9 +165,13 @@ class HistoryScreen(Screen[None]):
         label = f"{DEMO} {rec.task_id}/{rec.name}"
         self._replay(self.demos[key], label=label, artifacts=None)
 
+    def tasks(self) -> Mapping[str, Task]:
+        """The catalog's tasks: their recordings are listed, their cases shown in a replay."""
+        return self.catalog.tasks if self.catalog is not None else app_catalog(self.app)
+
     def _replay(self, events: list[Event], *, label: str, artifacts: Path | None) -> None:
-        open_replay(self.app, events, label=label, artifacts=artifacts,
-                    sleep=self.sleep)  # fmt: skip
+        open_replay(self.app, events, label=label, artifacts=artifacts, sleep=self.sleep,
+                    catalog=self.tasks())  # fmt: skip
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,10 +29,13 @@ from textual.binding import Binding
 from textual.widgets import Input, TextArea
 from textual.worker import Worker, WorkerState
 
+from icae_tui.catalog import Catalog
+from icae_tui.display.handle import RunHandle, RunKind
 from icae_tui.display.replay import PacedReplay, Sleep
-from icae_tui.display.sources import Deliver
+from icae_tui.display.sources import Deliver, first_start
 from icae_tui.display.view import RunView
 from icae_tui.domain.events import Event
+from icae_tui.domain.task import Task
 from icae_tui.ui.keymap import keyed
 from icae_tui.ui.screens.run import RunScreen
 from icae_tui.ui.widgets.footer import Footer
@@ -50,10 +53,16 @@ class SessionSource:
     """The run source a replay screen sees: the session connects the screen to the replay
     and its worker drives it, so there is no job here and no command is taken."""
 
-    def __init__(self, replay: PacedReplay, label: str) -> None:
+    def __init__(
+        self, replay: PacedReplay, label: str, catalog: Mapping[str, Task] | None = None
+    ) -> None:
+        """`catalog`: the tasks a case detail takes the run's cases from."""
         self.replay = replay
         self.run_id = replay.run_id
         self.label = label or replay.label
+        self._handle = RunHandle(
+            self, RunKind.REPLAY, catalog=catalog, started=first_start(replay.events)
+        )
 
     def connect(self, deliver: Deliver) -> None:
         pass  # connected by the session (see ReplaySession.screen_for)
@@ -79,16 +88,25 @@ class SessionSource:
     def now(self, view: RunView) -> float:
         return self.replay.now(view)
 
+    def handle(self) -> RunHandle:
+        return self._handle
+
 
 class ReplaySession:
     """One replay in the console: its `PacedReplay` and the screen showing it now."""
 
     def __init__(
-        self, replay: PacedReplay, *, label: str = "", artifacts: Path | None = None
+        self,
+        replay: PacedReplay,
+        *,
+        label: str = "",
+        artifacts: Path | None = None,
+        catalog: Mapping[str, Task] | None = None,
     ) -> None:
         self.replay = replay
         self.label = label
         self.artifacts = artifacts
+        self.catalog = catalog
         self.app: App[Any] | None = None  # once opened
         self.screen = self.screen_for()
 
@@ -134,12 +152,22 @@ def open_replay(
     label: str = "",
     artifacts: Path | None = None,
     sleep: Sleep | None = None,
+    catalog: Mapping[str, Task] | None = None,
 ) -> ReplaySession:
-    """Push a paced replay of `events` (idle gaps over 2 s shortened); `sleep` for tests."""
+    """Push a paced replay of `events` (idle gaps over 2 s shortened); `sleep` for tests.
+    `catalog`: the tasks whose cases the case detail shows (default: the app's catalog)."""
+    if catalog is None:
+        catalog = app_catalog(app)
     replay = PacedReplay(events, speed=speed, sleep=sleep or asyncio.sleep)
-    session = ReplaySession(replay, label=label, artifacts=artifacts)
+    session = ReplaySession(replay, label=label, artifacts=artifacts, catalog=catalog)
     session.open(app)
     return session
+
+
+def app_catalog(app: App[Any]) -> Mapping[str, Task]:
+    """The tasks of the console's catalog (none in an app without one)."""
+    catalog = getattr(app, "catalog", None)
+    return catalog.tasks if isinstance(catalog, Catalog) else {}
 
 
 def target(replay: PacedReplay, direction: int) -> int:
@@ -183,7 +211,8 @@ class ReplayScreen(RunScreen):
     BINDINGS = keyed("replay", BINDINGS)  # action ids for keymap.toml (ui/keymap.py)
 
     def __init__(self, session: ReplaySession) -> None:
-        super().__init__(SessionSource(session.replay, session.label), artifacts=session.artifacts)
+        source = SessionSource(session.replay, session.label, session.catalog)
+        super().__init__(source, artifacts=session.artifacts)
         self.session = session
         self.replay = session.replay
         self.bar = ReplayBar(self.replay, id="replay-bar")

@@ -2,7 +2,11 @@
 
 It draws a `RunView` (icae_tui/display) fed by a source: a live run (`LiveSource`: the run
 executes in a worker; the operator answers, switches the responder and cancels) or a stored
-one (`ReplaySource`: its events at once, nothing to run, nothing to command). `handle_event`
+one (`ReplaySource`: its events at once, nothing to run, nothing to command). The source's
+handle (display/handle.py) says what the run can do and does it; the operator's state (the
+work going, cancelling, cancelled; a question waiting or answered; leaving) and every
+decision on it are the `Operator`'s (display/operator.py): this screen carries out the effects
+its transitions return, and does the widget work. `handle_event`
 is the source's subscriber, called on the app's loop for each event in order: it applies the
 event to the view, then draws the header, the clarifications, the status line and the answer
 box at once; the trace every FLUSH_S seconds, the results table, the progress and the score
@@ -28,27 +32,41 @@ report, trajectory and trace as text to a folder; the results sort and filter (R
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 from textual.worker import Worker, WorkerState
 
-from icae_tui.display import wording as w
 from icae_tui.display.export import Exported, export_folder, export_run
+from icae_tui.display.handle import Outcome, RunHandle
+from icae_tui.display.operator import (
+    Asking,
+    Confirm,
+    Do,
+    Effect,
+    End,
+    Notify,
+    Operator,
+    Severity,
+    Status,
+    Work,
+)
 from icae_tui.display.progress import run_progress
-from icae_tui.display.sources import LiveSource, ReplaySource, RunSource
+from icae_tui.display.sources import ReplaySource, RunSource
 from icae_tui.display.view import RunView
-from icae_tui.display.wording import OPERATOR_MODES, clock, phase_step, usage_segments
+from icae_tui.display.wording import clock, phase_step, usage_segments
 from icae_tui.domain.events import Event, QuestionAsked, RunFinished, RunStarted
-from icae_tui.run import MODEL_CALLS_FILE
+from icae_tui.store import MODEL_CALLS_FILE
 from icae_tui.ui.keymap import keyed
-from icae_tui.ui.screens.dialogs import CaseDetailScreen, ConfirmScreen
+from icae_tui.ui.screens.case_detail import CaseDetailScreen
+from icae_tui.ui.screens.dialogs import ConfirmScreen
 from icae_tui.ui.screens.model_calls import ModelCallsScreen
 from icae_tui.ui.text import MODE_STYLES, clip, safe, score_text, segments, style_of
 from icae_tui.ui.widgets.answer import AnswerBox
@@ -64,6 +82,16 @@ RESULTS_TICKS = 6  # the flush timer's ticks between two draws of the results (0
 SCRIPTED = "scripted:"  # agents that call no model
 RUN_GROUP = "icae-run"
 EXPORT_SUBFOLDER = "export"  # in the run's artifacts, when the export folder is not writable
+SEVERITY: dict[Severity, SeverityLevel] = {
+    Severity.INFORMATION: "information",
+    Severity.WARNING: "warning",
+    Severity.ERROR: "error",
+}
+END_OF = {
+    WorkerState.SUCCESS: End.RETURNED,
+    WorkerState.ERROR: End.RAISED,
+    WorkerState.CANCELLED: End.CANCELLED,
+}
 
 
 class RunScreen(Screen[None]):
@@ -108,24 +136,16 @@ class RunScreen(Screen[None]):
         the run's model_calls.jsonl is; without it, the folder of the run's report."""
         super().__init__()
         self.source: RunSource = source if source is not None else ReplaySource()
+        self.handle: RunHandle = self.source.handle()
         self.artifacts = artifacts
         self.view = RunView()
-        self.worker: Worker[Any] | None = None
-        self.outcome: Any = None
-        self.crashed = ""
+        self.operator = Operator(self.handle, self.view)
+        self.worker: Worker[Outcome | None] | None = None
         self.status_message = ""
-        self.cancelling = False
-        self._cancelled: list[w.Seg] | None = None  # the status once a cancel is done
         self._note_on: int | None = None  # the question the status line is about, if any
-        self._work_over = False  # the source's work is over, or it has none: nobody waits
-        self._requested = ""  # a responder asked of the run whose event is not in yet
-        self._sent: int | None = None  # answered by the operator, its answer event not yet in
-        self._leave_when_done = False
-        self._t_end: float | None = None  # the clock stops when the worker crashed or stopped
         self._drawn: dict[str, object] = {}  # what was drawn last, by part
         self._trace: TraceLog | None = None
         self._results: ResultsTable | None = None
-        self._pausing = False  # a pause or resume asked of the run, not answered yet
         self._ticks = 0  # of the flush timer
         self.export_base: Path | None = None  # where exports go (None: the current directory)
         self.exported: Exported | None = None  # the last export
@@ -185,14 +205,17 @@ class RunScreen(Screen[None]):
         return self.view.finished
 
     @property
+    def outcome(self) -> Outcome | None:
+        """What a live run's work returned, once it has."""
+        return self.handle.outcome
+
+    @property
     def mode(self) -> str:
-        """Who answers: the events' word, or a switch asked of the run and not yet in."""
-        return self._requested or self.view.mode
+        return self.operator.mode
 
     @property
     def waiting(self) -> QuestionAsked | None:
-        """The question waiting for the operator, while the source's work goes on."""
-        return None if self._work_over else self.view.pending
+        return self.operator.waiting
 
     @property
     def awaiting(self) -> int | None:
@@ -200,10 +223,15 @@ class RunScreen(Screen[None]):
 
     @property
     def running(self) -> bool:
-        return self.worker is not None and self.worker.state in (
-            WorkerState.PENDING,
-            WorkerState.RUNNING,
-        )
+        return self.operator.running
+
+    @property
+    def cancelling(self) -> bool:
+        return self.operator.cancelling
+
+    @property
+    def crashed(self) -> str:
+        return self.operator.crashed
 
     def on_mount(self) -> None:
         for widget in (self.trace, self.results, self.clarify):
@@ -211,13 +239,13 @@ class RunScreen(Screen[None]):
         self.set_interval(FLUSH_S, self._tick, name="flush")
         self.set_interval(1.0, self._render_header, name="clock")
         self._draw()
-        job = self.source.job()
-        self._work_over = job is None
-        self.source.connect(self.handle_event)
+        job = self.handle.job()
+        self.operator.started(job is not None)
+        self.handle.connect(self.handle_event)
         if job is not None:
             self.worker = self.run_worker(
-                self._execute(job),
-                name=f"run {self.source.run_id}",
+                job,
+                name=f"run {self.handle.run_id}",
                 group=RUN_GROUP,
                 exit_on_error=False,
                 exclusive=False,
@@ -225,9 +253,40 @@ class RunScreen(Screen[None]):
         self.flush()
         self.trace.focus()
 
-    async def _execute(self, job: Any) -> Any:
-        self.outcome = await job
-        return self.outcome
+    def carry_out(self, effects: Iterable[Effect]) -> None:
+        """Do what the operator's transition says."""
+        for effect in effects:
+            if isinstance(effect, Notify):
+                self.notify(effect.message, title=effect.title, timeout=effect.timeout,
+                            severity=SEVERITY[effect.severity], markup=False)  # fmt: skip
+            elif isinstance(effect, Confirm):
+                self._confirm(effect)
+            elif isinstance(effect, Status):
+                self._set_status(segments(effect.segs), about=effect.about)
+            elif effect is Do.CANCEL_WORK:
+                if self.worker is not None:
+                    self.worker.cancel()
+            elif effect is Do.LEAVE:
+                self._leave()
+            elif effect is Do.REDRAW:
+                if self.is_attached:
+                    self._draw()
+                    self._render_header()
+                    self.refresh_bindings()
+            elif effect is Do.KEYS:
+                if self.is_attached:
+                    self.refresh_bindings()
+            elif effect is Do.SYNC_BOX:
+                self._sync_answer_box()
+            elif effect is Do.FOCUS_TRACE:
+                self.trace.focus()
+
+    def _confirm(self, confirm: Confirm) -> None:
+        def answered(yes: bool | None) -> None:
+            self.carry_out(self.operator.confirmed(confirm.prompt, bool(yes)))
+
+        dialog = ConfirmScreen(confirm.question, confirm.yes, confirm.no)
+        self.app.push_screen(dialog, answered)
 
     # --- events -----------------------------------------------------------------------------
 
@@ -253,22 +312,21 @@ class RunScreen(Screen[None]):
     def _draw(self) -> None:
         """Draw what changed, but for the batched parts (see `flush`)."""
         v = self.view
-        if self._requested and (v.mode == self._requested or v.finished is not None):
-            self._requested = ""
+        self.operator.sync()
         if self._changed("head", (v.head_rev, self.mode)):
             self._render_header()
             if v.started is not None:
                 self.sub_title = f"{v.started.task_id} · {v.started.agent}"
         if self._changed("has_calls", self._has_model_calls()):
             self.refresh_bindings()
-        if self._changed("pausable", (self._can_pause(), v.agent_paused)):
+        if self._changed("pausable", (self.operator.can_pause, v.agent_paused)):
             self.refresh_bindings()
         if self._changed("mode", self.mode):
             self._mode_changed()
         if self._changed("turns", (v.head_rev, v.turns_rev)):
             self.clarify.sync(short_draft=self.awaiting)
-        if self._changed("status", (v.status_rev, self.cancelling, self._cancelled)):
-            self._set_status(segments(self._status_segments()))
+        if self._changed("status", (v.status_rev, self.operator.work)):
+            self._set_status(segments(self.operator.status()))
         if self._changed("finished", v.finished is not None):
             self.flush()
             self.refresh_bindings()
@@ -276,30 +334,13 @@ class RunScreen(Screen[None]):
         if self._changed("box", self._box_state()):
             self._sync_answer_box()
         if self._note_on is not None and self._note_on != self.awaiting:
-            self._set_status(segments(self._status_segments()))  # its question is answered
-
-    def _status_segments(self) -> list[w.Seg]:
-        """The status line but for the operator's notes: the view's (phase, progress, the
-        end), or what a cancel is doing and, once it is done, what it did."""
-        v = self.view
-        if self.cancelling and isinstance(self.source, LiveSource):  # a run: containers
-            return w.cancelling_status(v.phase, stopped=v.finished is not None)
-        if self.cancelling:
-            return [("cancelling…", "warn-strong")]
-        if self._cancelled is not None:
-            return self._cancelled
-        return list(v.status)
+            self._set_status(segments(self.operator.status()))  # its question is answered
 
     def _tell_end(self) -> None:
-        """A live run's end in a notification: its score, its whole error (the status line
-        may be too narrow for it), or that it was cancelled."""
-        ev = self.view.finished
-        if self.worker is None or ev is None or not isinstance(self.source, LiveSource):
-            return
-        title, message = w.ended_notice(ev, self.view.score)
-        severity = {"completed": "information", "failed": "error"}.get(ev.status, "warning")
-        self.notify(message, title=title, severity=severity,  # type: ignore[arg-type]
-                    timeout=30 if severity == "error" else 10, markup=False)  # fmt: skip
+        """A live run's end in a notification (display/operator.py says what)."""
+        notice = self.operator.end_notice()
+        if notice is not None:
+            self.carry_out([notice])
 
     # --- drawing ----------------------------------------------------------------------------
 
@@ -338,9 +379,7 @@ class RunScreen(Screen[None]):
         self.query_one("#status", Static).update(text)
 
     def _clock_end(self) -> float:
-        if self.view.finished is not None:
-            return self.view.finished.ts
-        return self._t_end if self._t_end is not None else self.source.now(self.view)
+        return self.operator.clock_end()
 
     def _clock_text(self, st: RunStarted) -> str:
         return clock(self._clock_end() - st.ts)
@@ -351,14 +390,14 @@ class RunScreen(Screen[None]):
         header = self.query_one("#run-header", Static)
         v, st = self.view, self.view.started
         if st is None:
-            header.update(Text(self.source.label, style="dim"), layout=False)
+            header.update(Text(self.handle.label, style="dim"), layout=False)
             return
         text = Text()
         text.append_text(safe(st.task_id, "bold"))
         text.append("   phase ", style="dim")
         if v.finished is not None:
             text.append(v.finished.status, style=style_of(f"status:{v.finished.status}"))
-        elif self.crashed:
+        elif self.operator.work is Work.CRASHED:
             text.append("crashed", style="bold red")
         elif self.cancelling:
             text.append("cancelling…", style="bold yellow")
@@ -396,18 +435,6 @@ class RunScreen(Screen[None]):
 
     # --- the responder and the operator answering ---------------------------------------------
 
-    def _can_switch(self) -> bool:
-        return (
-            self.started is not None
-            and self.finished is None
-            and self.running
-            and not self.cancelling
-        )
-
-    def _next_mode(self) -> str:
-        i = MODES.index(self.mode) if self.mode in MODES else -1
-        return MODES[(i + 1) % len(MODES)]
-
     def action_cycle(self, mode: str) -> None:
         self.switch_responder(mode)
 
@@ -422,31 +449,16 @@ class RunScreen(Screen[None]):
 
     def switch_responder(self, mode: str) -> None:
         """Ask the run to switch who answers; the display follows at once."""
-        if mode == self.mode:
-            return
-        if not self._can_switch():
-            self.notify("The responder can be switched while a run is in progress.")
-            return
-        try:
-            switched = self.source.set_responder(mode)
-        except Exception as err:  # an unknown mode, a run already gone: say so, keep going
-            self.notify(f"Could not switch to {mode}: {err}", severity="error")
-            return
-        if switched is not False and self.view.mode != mode:  # its event follows
-            self._requested = mode
-            self._draw()
+        self.carry_out(self.operator.switch(mode))
 
     def _mode_changed(self) -> None:
-        mode = self.mode
-        self.clarify.set_mode(mode)
+        self.clarify.set_mode(self.mode)
         self._render_header()
         self.refresh_bindings()
-        if self.waiting is not None and mode not in OPERATOR_MODES:
-            qid = self.waiting.question_id
-            self._set_status(Text(f"Q{qid} goes to the simulated user", "bold"), about=qid)
+        self.carry_out(self.operator.mode_changed())
 
     def _box_state(self) -> tuple[object, ...]:
-        return (self.awaiting, self.mode, self.finished is not None, self._sent)
+        return (self.awaiting, self.operator.asking, self.mode)
 
     def _sync_answer_box(self) -> None:
         """Show the answer box iff a question waits for the operator in the current mode."""
@@ -457,14 +469,8 @@ class RunScreen(Screen[None]):
         box = self.answer_box
         q = self.waiting
         if q is None and box.question_id is not None:
-            self._sent = None
             box.forget()
-        if (
-            q is None
-            or self.finished is not None
-            or self.mode not in OPERATOR_MODES
-            or self._sent == q.question_id
-        ):
+        if q is None or self.operator.asking is not Asking.WAITING:
             box.draft = ""
             if box.display:
                 had_focus = box.has_focus
@@ -482,75 +488,33 @@ class RunScreen(Screen[None]):
 
     def on_answer_box_left(self, event: AnswerBox.Left) -> None:
         event.stop()
-        self.trace.focus()
-        self.notify("Left the answer box; the question still waits — w goes back.")
+        self.carry_out(self.operator.left_box())
 
     def action_answer_box(self) -> None:
         self.answer_box.focus()
 
     def on_answer_box_submitted(self, event: AnswerBox.Submitted) -> None:
         event.stop()
-        q = self.waiting
-        if q is None or self.mode not in OPERATOR_MODES:
-            return
-        text = event.text.strip()
-        if not text:
-            self.notify("Type an answer first.", severity="warning")
-            return
-        if not self.source.answer(q.question_id, text):
-            self.notify(f"Q{q.question_id} is not waiting for an answer.", severity="warning")
-            return
-        self._sent = q.question_id  # its answer event follows; the box goes now
-        self._set_status(Text(f"Q{q.question_id} answered", "dim"))
-        self._sync_answer_box()
+        self.carry_out(self.operator.submit(event.text))
 
     # --- the worker ---------------------------------------------------------------------------
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker is not self.worker:
             return
-        if event.state == WorkerState.ERROR:
-            err = event.worker.error
-            self.crashed = f"{type(err).__name__}: {err}"
-            self._t_end = self.source.now(self.view)
-            self.cancelling = False
+        end = END_OF.get(event.state)
+        if end is None:
+            self.refresh_bindings()
+            return
+        err = event.worker.error
+        error = f"{type(err).__name__}: {err}" if end is End.RAISED else ""
+        if end is End.RAISED:
             self.flush()
-            self._set_status(
-                Text("run crashed — ", style="bold red") + safe(self.crashed, limit=500)
-            )
-            self.notify(safe(self.crashed, limit=4000).plain, title="Run crashed",
-                        severity="error", timeout=30, markup=False)  # fmt: skip
-            self._render_header()
-        elif event.state == WorkerState.CANCELLED:
-            if self.finished is None:
-                self._t_end = self.source.now(self.view)
-            v = self.view
-            summary = (
-                ""
-                if v.interaction is None
-                else w.metrics_line(v.interaction, has_records=v.has_records)
-            )
-            removed = None
-            if isinstance(self.source, LiveSource):
-                removed = self.source.removed_leftovers()
-            self._cancelled = w.cancelled_status(
-                None if removed is None else len(removed), v.finished, summary
-            )
-        self.refresh_bindings()
-        if event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
-            self.cancelling = False
-            self._work_over = True  # nobody will ask for an answer any more
-            self._requested = ""
-            if self.is_attached:
-                self._draw()
-                self._render_header()
-            if self._leave_when_done:
-                self._leave()
+        self.carry_out(self.operator.ended(end, error))
 
     # --- actions ------------------------------------------------------------------------------
 
     def _leave(self) -> None:
-        self._leave_when_done = False
         if not self.is_attached or self not in self.app.screen_stack:
             return
         if self.app.screen is not self:  # a dialog on top is still closing: try again shortly
@@ -559,62 +523,31 @@ class RunScreen(Screen[None]):
         self.app.pop_screen()
 
     def action_back(self) -> None:
-        if not self.running:
-            self._leave()
-            return
-        if self.cancelling:  # second press while cleaning up: go now
-            self._leave()
-            return
-
-        def confirmed(yes: bool | None) -> None:
-            if yes and self.running:
-                self._leave_when_done = True
-                self.cancel_run()
-            elif yes:
-                self._leave()
-
-        self.app.push_screen(
-            ConfirmScreen("A run is in progress. Cancel it and go back?", "Cancel run", "Keep"),
-            confirmed,
-        )
+        self.carry_out(self.operator.back())
 
     def action_cancel_run(self) -> None:
-        if not self.running:
-            self.notify("No run in progress.")
-            return
-
-        def confirmed(yes: bool | None) -> None:
-            if yes:
-                self.cancel_run()
-
-        self.app.push_screen(
-            ConfirmScreen("Cancel the running run?", "Cancel run", "Keep"), confirmed
-        )
+        self.carry_out(self.operator.cancel())
 
     def cancel_run(self) -> None:
         """Cancel the run: the status line says what is being stopped, then, once the run's
-        work is over, that its containers are removed (see `_status_segments`)."""
-        if self.worker is not None and self.running:
-            self.cancelling = True
-            self.worker.cancel()
-            self._draw()
-            self._render_header()
-            self.refresh_bindings()
+        work is over, that its containers are removed."""
+        self.carry_out(self.operator.cancel_now())
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        op = self.operator
         if action == "cancel_run":
-            return self.running and not self.cancelling
+            return op.can_cancel
         if action in ("cycle", "cycle_typing"):  # one binding per mode: only the next one lives
-            if not self._can_switch() or not parameters or parameters[0] != self._next_mode():
+            if not op.can_switch or not parameters or parameters[0] != op.next_mode():
                 return False
             return action == "cycle" or self._typing()
         if action == "responder":
-            return self._can_switch() and parameters[0] != self.mode
+            return op.can_switch and parameters[0] != self.mode
         if action == "model_calls":  # not for scripted agents: they call no model
             return self._has_model_calls()
         if action == "pause":  # one binding per state: only the one that applies lives
             paused = self.view.agent_paused
-            return self._can_pause() and parameters[0] == ("off" if paused else "on")
+            return op.can_pause and parameters[0] == ("off" if paused else "on")
         if action == "answer_box":  # a question waits in the box, and the focus is elsewhere
             return self.is_attached and self.answer_box.display and not self._typing()
         if action == "follow":  # one binding per state: only the one to leave it lives
@@ -624,55 +557,28 @@ class RunScreen(Screen[None]):
 
     # --- pausing the agent ---------------------------------------------------------------------
 
-    def _can_pause(self) -> bool:
-        """A live run whose agent builds: it can be paused (or resumed)."""
-        v = self.view
-        return (
-            isinstance(self.source, LiveSource)
-            and self.running
-            and not self.cancelling
-            and v.finished is None
-            and v.phase == "generate"
-        )
-
     def action_pause(self, state: str) -> None:
-        if self._pausing:
-            return
-        self._pausing = True
-        self.run_worker(self.pause_agent(state == "on"), name="pause the agent",
-                        group="icae-pause", exit_on_error=False)  # fmt: skip
+        if self.operator.begin_pause():
+            self.run_worker(self.pause_agent(state == "on"), name="pause the agent",
+                            group="icae-pause", exit_on_error=False)  # fmt: skip
 
     async def pause_agent(self, on: bool) -> bool:
-        """Ask the source to pause the agent (`on`) or let it go on; a refusal is notified.
+        """Ask the run to pause the agent (`on`) or let it go on; a refusal is notified.
         The display follows the run's AgentPaused / AgentResumed events."""
-        self._pausing = True
-        verb = "pause" if on else "resume"
-        try:
-            done = await (self.source.pause_agent() if on else self.source.resume_agent())
-        except Exception as err:  # a run already gone, an engine error: say so, keep going
-            self.notify(f"Could not {verb} the agent: {type(err).__name__}: {err}",
-                        severity="error", markup=False)  # fmt: skip
-            return False
-        finally:
-            self._pausing = False
-            if self.is_attached:
-                self.refresh_bindings()
-        if not done:
-            self.notify(w.pause_refused(on, live=isinstance(self.source, LiveSource)),
-                        severity="warning", markup=False)  # fmt: skip
-        return bool(done)
+        done, effects = await self.operator.pause(on)
+        self.carry_out(effects)
+        return done
 
     # --- exporting ------------------------------------------------------------------------------
 
     def _run_id(self) -> str:
         return (self.view.started.run_id if self.view.started is not None else "") or (
-            self.source.run_id
+            self.handle.run_id
         )
 
     def _export_events(self) -> list[Event]:
         """The run's events: the source's, else the store's (by the run's id)."""
-        recorded = getattr(self.source, "recorded", None)
-        events = list(recorded()) if callable(recorded) else []
+        events = list(self.handle.recorded())
         store = getattr(self.app, "store", None)
         if not events and store is not None and self._run_id():
             events = store.events(self._run_id())
@@ -728,7 +634,7 @@ class RunScreen(Screen[None]):
     def calls_file(self) -> Path | None:
         """The run's model_calls.jsonl (it may not exist yet, or at all)."""
         run_id = self.view.started.run_id if self.view.started is not None else ""
-        run_id = run_id or self.source.run_id
+        run_id = run_id or self.handle.run_id
         if self.artifacts is not None and run_id:
             return self.artifacts / run_id / MODEL_CALLS_FILE
         if self.view.finished is not None and self.view.finished.report_path:
@@ -751,4 +657,7 @@ class RunScreen(Screen[None]):
         if row is None or row.result is None:
             self.notify("This case has not finished yet.")
             return
-        self.app.push_screen(CaseDetailScreen(row.result, self))  # what the run kept: r, e, s, o
+        # what the run kept (r, e, s, o) is asked of its handle
+        self.app.push_screen(
+            CaseDetailScreen(row.result, self.handle, metrics=self.view.metric_specs)
+        )

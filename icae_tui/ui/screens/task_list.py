@@ -24,6 +24,7 @@ from icae_tui.catalog import Catalog
 from icae_tui.catalog_search import Found, Size, TaskCard, TaskFinder
 from icae_tui.domain.task import Task
 from icae_tui.ui.keymap import keyed
+from icae_tui.ui.requests import OpenHistory, OpenSetup
 from icae_tui.ui.text import clip, safe
 from icae_tui.ui.widgets.footer import Footer
 from icae_tui.ui.widgets.task_filters import filters_text
@@ -228,7 +229,7 @@ class TaskListScreen(Screen[None]):
         event.stop()
         task = self.catalog.tasks.get(event.task_id)
         if task is not None:
-            self.app.open_setup(task)  # type: ignore[attr-defined]
+            self.post_message(OpenSetup(task))
 
     def action_history(self) -> None:
-        self.app.open_history()  # type: ignore[attr-defined]
+        self.post_message(OpenHistory())

@@ -50,8 +50,10 @@ class AnswerBox(TextArea):
             super().__init__(box)
             self.text = text
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(soft_wrap=True, tab_behavior="focus", **kwargs)  # type: ignore[arg-type]
+    def __init__(
+        self, *, name: str | None = None, id: str | None = None, classes: str | None = None
+    ) -> None:
+        super().__init__(soft_wrap=True, tab_behavior="focus", name=name, id=id, classes=classes)
         self.draft = ""  # what ctrl+r restores; empty outside assisted mode
         self.question_id: int | None = None  # the question the text belongs to
 

@@ -43,8 +43,10 @@ def turn_text(turn: Turn, *, limit: int | None = None) -> Text:
 class ClarificationPane(VerticalScroll):
     """A scrolling list of the view's turns; `sync()` draws what changed."""
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(
+        self, *, name: str | None = None, id: str | None = None, classes: str | None = None
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
         self.view: RunView | None = None
         self.mode = ""
         self.turns: list[tuple[str, str]] = []  # (kind, plain text) for tests and copy

@@ -23,8 +23,10 @@ class ProgressLine(Static):
     }
     """
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(
+        self, *, name: str | None = None, id: str | None = None, classes: str | None = None
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
         self.progress: RunProgress | None = None
 
     def show_progress(self, progress: RunProgress | None) -> None:

@@ -57,8 +57,15 @@ class ReplayBar(Widget):
         def control(self) -> ReplayBar:
             return self.bar
 
-    def __init__(self, replay: PacedReplay, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(
+        self,
+        replay: PacedReplay,
+        *,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
         self.replay = replay
         self.track = (0, 0)  # where the timeline was drawn: first cell, width
 

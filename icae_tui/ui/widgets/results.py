@@ -5,8 +5,10 @@ failures only, a search over case id, pattern and reason).
 Its columns fit its width: the priority columns (case, verdict, the two exit codes) keep
 their whole width; the flexible ones (reason, then pattern) share the rest and are cut with
 "…" (the case details, Enter, have them whole), or left out when there is no room for them.
-The exit columns get short labels when the priority columns do not fit otherwise. Whenever
-the fit changes (a resize, longer case ids or verdicts), the table is drawn again.
+The exit columns get short labels when the priority columns do not fit otherwise. Each
+metric of a scorer other than the ladder (the run's specs: CasesPlanned) gets a narrow
+column after them, kept whole too. Whenever the fit changes (a resize, longer case ids or
+verdicts, the run's metrics), the table is drawn again.
 
 Widths come from this policy, never from measuring the table: a row's case id and pattern
 are known when its case is planned, so a finished case changes only its verdict, reason and
@@ -20,6 +22,7 @@ verdict / tier / pattern, `x` failures only, Escape clears the filters.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from rich.cells import cell_len
@@ -30,7 +33,9 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Input
 
+from icae_tui.display.metric_text import extra_specs, label, value_seg, value_width
 from icae_tui.display.results_filter import (
+    METRIC_SORT,
     ResultsQuery,
     cycle_filter,
     describe,
@@ -40,10 +45,10 @@ from icae_tui.display.results_filter import (
 )
 from icae_tui.display.view import CaseRow, RunView
 from icae_tui.display.wording import PENDING
-from icae_tui.domain.results import CaseResult, Verdict
+from icae_tui.domain.results import CaseResult, MetricSpec, Verdict
 from icae_tui.safe_text import printable
 from icae_tui.ui.keymap import keyed
-from icae_tui.ui.text import clip, exit_text, safe, verdict_text
+from icae_tui.ui.text import clip, exit_text, safe, segments, verdict_text
 
 ORDER = ("case", "pattern", "verdict", "reason", "oracle", "delivery")
 LABELS = {
@@ -63,6 +68,11 @@ MIN_FLEX = 6  # a flexible column narrower than this is left out
 REASON_WANTS = 40  # the pattern gets what is left beyond this much for the reason
 TEXT_LIMIT = 1000  # characters of a pattern or reason kept in a cell before cutting
 RESULT_COLUMNS = ("verdict", "reason", "oracle", "delivery")  # what a finished case changes
+METRIC_KEY = METRIC_SORT  # + the metric's name: its column's key, and its sort
+
+
+def metric_key(spec: MetricSpec) -> str:
+    return METRIC_KEY + spec.name
 
 
 @dataclass(frozen=True)
@@ -72,22 +82,28 @@ class Column:
     width: int
 
 
-def fit(natural: dict[str, int], width: int, padding: int) -> tuple[Column, ...]:
+def fit(
+    natural: dict[str, int], width: int, padding: int, metrics: Sequence[MetricSpec] = ()
+) -> tuple[Column, ...]:
     """The columns shown, in order, and their widths for a table `width` cells wide (0: not
     laid out yet, every column at its natural width). `natural`: each column's widest cell,
-    label excluded; `padding`: the cells a column takes beside its content."""
-    labels = dict(LABELS)
+    label excluded; `padding`: the cells a column takes beside its content; `metrics`: the
+    columns of metrics, after the others, whole."""
+    labels = dict(LABELS) | {metric_key(m): label(m) for m in metrics}
+    natural = natural | {metric_key(m): value_width(m) for m in metrics}
+    order = (*ORDER, *(metric_key(m) for m in metrics))
+    priority = (*PRIORITY, *(metric_key(m) for m in metrics))
 
     def whole(key: str) -> int:
         return max(natural.get(key, 0), cell_len(labels[key]))
 
     if width <= 0:
-        return tuple(Column(k, labels[k], whole(k)) for k in ORDER)
-    fixed = sum(whole(k) + padding for k in PRIORITY)
+        return tuple(Column(k, labels[k], whole(k)) for k in order)
+    fixed = sum(whole(k) + padding for k in priority)
     if fixed > width:
         labels |= SHORT_LABELS
-        fixed = sum(whole(k) + padding for k in PRIORITY)
-    widths = {k: whole(k) for k in PRIORITY}
+        fixed = sum(whole(k) + padding for k in priority)
+    widths = {k: whole(k) for k in priority}
     rest = width - fixed
     if rest >= 2 * (padding + MIN_FLEX):
         room = rest - 2 * padding
@@ -95,7 +111,7 @@ def fit(natural: dict[str, int], width: int, padding: int) -> tuple[Column, ...]
         widths |= {"pattern": pattern, "reason": room - pattern}  # the reason fills the line
     elif rest >= padding + MIN_FLEX:
         widths["reason"] = rest - padding
-    return tuple(Column(k, labels[k], widths[k]) for k in ORDER if k in widths)
+    return tuple(Column(k, labels[k], widths[k]) for k in order if k in widths)
 
 
 def text_width(value: str) -> int:
@@ -115,6 +131,7 @@ class ResultsTable(DataTable[Text]):
         self.shown: list[str] = []  # the rows drawn, in order
         self.results_query = ResultsQuery()
         self.fitted: tuple[Column, ...] = ()
+        self.metric_columns: tuple[MetricSpec, ...] = ()  # other scorers' than the ladder's
         self.natural: dict[str, int] = {
             "case": 0, "pattern": 0, "verdict": max(VERDICT_WIDTH, len(PENDING)),
             "reason": 0, "oracle": EXIT_WIDTH, "delivery": EXIT_WIDTH,
@@ -172,6 +189,7 @@ class ResultsTable(DataTable[Text]):
                 self._rows[case_id] = row
                 if row.result is not None:
                     self.results[case_id] = row.result
+            self.metric_columns = tuple(extra_specs(view.metric_specs))
             self._measure(new, [row for _, row in changed])
             if not self._fit():  # the same columns: only what changed is drawn
                 self._update(new, changed)
@@ -210,6 +228,7 @@ class ResultsTable(DataTable[Text]):
             if row.case_id not in drawn:
                 continue
             keys = set(RESULT_COLUMNS) if old.result is not row.result else set()
+            keys |= {metric_key(m) for m in self.metric_columns} if keys else set()
             if old.pattern != row.pattern:
                 keys.add("pattern")  # planned without patterns (runs stored before)
             for column, value in zip(self.fitted, self._cells(row), strict=True):
@@ -252,7 +271,7 @@ class ResultsTable(DataTable[Text]):
 
     def _fit(self) -> bool:
         """Fit the columns to the width; True when that drew the table again (every row)."""
-        layout = fit(self.natural, self._width(), 2 * self.cell_padding)
+        layout = fit(self.natural, self._width(), 2 * self.cell_padding, self.metric_columns)
         if layout == self.fitted:
             return False
         self.fitted = layout
@@ -280,6 +299,9 @@ class ResultsTable(DataTable[Text]):
             "oracle": exit_text(oracle.exit_code, oracle.timed_out) if oracle else None,
             "delivery": exit_text(delivery.exit_code, delivery.timed_out) if delivery else None,
         }
+        for m in self.metric_columns:
+            value = r.metrics.get(m.name) if r is not None else None
+            cells[metric_key(m)] = segments([value_seg(m, value, done=done)])
         out: list[Text] = []
         for column in self.fitted:
             value = cells[column.key]

@@ -209,8 +209,10 @@ class TraceLog(ScrollView, can_focus=True):
         def control(self) -> TraceLog:
             return self.trace
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(
+        self, *, name: str | None = None, id: str | None = None, classes: str | None = None
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
         self.view: RunView | None = None
         self.buffer = TraceBuffer(WRAPPER, max_lines=MAX_LINES, max_rows=MAX_ROWS)
         self._cursor = 0  # of the view's lines, how many were taken

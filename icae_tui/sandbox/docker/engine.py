@@ -8,21 +8,20 @@ from pathlib import Path
 
 import aiodocker
 
+from icae_tui.errors import EngineUnavailable
+
 LABEL_TOOL = "icae.tool"
 TOOL_NAME = "icae-tui"
-
-
-class EngineUnavailable(RuntimeError):
-    """The Docker engine cannot be reached (not installed, not started, or gone mid-run)."""
 
 
 def engine_url() -> str:
     return os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
 
 
-async def connect(timeout_s: float = 10.0) -> aiodocker.Docker:
-    """A client that has answered a ping, or EngineUnavailable naming where it looked."""
-    url = engine_url()
+async def connect(timeout_s: float = 10.0, *, url: str | None = None) -> aiodocker.Docker:
+    """A client of the engine at `url` (default: `engine_url()`) that has answered a ping,
+    or EngineUnavailable naming where it looked."""
+    url = url or engine_url()
     try:
         docker = aiodocker.Docker(url)
     except Exception as err:

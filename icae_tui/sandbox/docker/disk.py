@@ -35,43 +35,11 @@ import stat
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 
+from icae_tui.sandbox.base import DEFAULT_DISK_BYTES, DiskBound, DiskGuard
+
 log = logging.getLogger(__name__)
-
-DEFAULT_DISK_BYTES = 1024**3  # a box's writable layer
-MAX_FILE_BYTES = 256 * 1024**2  # the largest file a box's process may write
-
-
-class DiskGuard(StrEnum):
-    QUOTA = "quota"  # the kernel refuses writes past the limit (btrfs quota groups)
-    WATCH = "watch"  # the host watches the layer's size and stops the box when it is full
-    NONE = "none"  # a remote engine: not bounded from here
-
-
-def file_limit(disk_bytes: int) -> int:
-    """A box's RLIMIT_FSIZE: an eighth of its disk, at most MAX_FILE_BYTES."""
-    return max(1, min(MAX_FILE_BYTES, disk_bytes // 8))
-
-
-def full_at(disk_bytes: int) -> int:
-    """Bytes of layer past which a box is full (see the module's doc)."""
-    return disk_bytes - file_limit(disk_bytes) - disk_bytes // 128
-
-
-@dataclass(frozen=True)
-class DiskBound:
-    """A box's disk: its limit and how it is kept (`layer`: its subvolume, with a quota)."""
-
-    limit: int
-    guard: DiskGuard
-    layer: Path | None = None
-
-    @property
-    def full_at(self) -> int:
-        return full_at(self.limit)
-
 
 # --- btrfs (the quota guard) -----------------------------------------------------------------
 
@@ -130,7 +98,8 @@ def _is_btrfs(path: Path) -> bool:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.statfs(os.fsencode(path), buf) != 0:
         return False
-    return struct.unpack_from("l", buf.raw)[0] == _BTRFS_SUPER_MAGIC
+    magic: int = struct.unpack_from("l", buf.raw)[0]
+    return magic == _BTRFS_SUPER_MAGIC
 
 
 def _remove_subvolume(path: Path) -> None:

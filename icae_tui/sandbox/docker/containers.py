@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import io
 import logging
 import os
@@ -17,29 +16,27 @@ import shlex
 import socket
 import tarfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Any, TypeVar
 
 import aiodocker
 
-from icae_tui.sandbox.disk import (
-    DEFAULT_DISK_BYTES,
-    DiskBound,
-    DiskGuard,
+from icae_tui.aio import complete_despite_cancel
+from icae_tui.sandbox.base import DiskBound, DiskGuard, ExecResult, Limits, OutputCallback
+from icae_tui.sandbox.capture import DEFAULT_ENV, Capture, exec_result
+from icae_tui.sandbox.docker.disk import (
     LayerNotBounded,
     bound_layer,
-    file_limit,
     quota_works,
     raise_quota,
 )
-from icae_tui.sandbox.engine import LABEL_TOOL, TOOL_NAME, local_data_root
-from icae_tui.sandbox.engine_api import write_stdin_and_close
-from icae_tui.sandbox.keepalive import BUSYBOX as KEEPALIVE_BUSYBOX
-from icae_tui.sandbox.keepalive import INIT as KEEPALIVE_INIT
-from icae_tui.sandbox.keepalive import KEEPALIVE_DIR
-from icae_tui.sandbox.procs import Proc, children
+from icae_tui.sandbox.docker.engine import LABEL_TOOL, TOOL_NAME, local_data_root
+from icae_tui.sandbox.docker.engine_api import write_stdin_and_close
+from icae_tui.sandbox.docker.keepalive import BUSYBOX as KEEPALIVE_BUSYBOX
+from icae_tui.sandbox.docker.keepalive import INIT as KEEPALIVE_INIT
+from icae_tui.sandbox.docker.keepalive import KEEPALIVE_DIR
+from icae_tui.sandbox.docker.procs import Proc, children
 
 T = TypeVar("T")
 
@@ -47,79 +44,7 @@ log = logging.getLogger(__name__)
 
 HOSTNAME = "sandbox"
 
-OutputCallback = Callable[[str, bytes], Awaitable[None] | None]
 
-DEFAULT_ENV = {
-    "HOME": "/root",
-    "LANG": "C.UTF-8",
-    "LC_ALL": "C.UTF-8",
-    "TZ": "UTC",
-    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-    "PYTHONDONTWRITEBYTECODE": "1",
-}
-
-
-@dataclass(frozen=True)
-class Limits:
-    memory_bytes: int = 512 * 1024 * 1024
-    pids: int = 256
-    nano_cpus: int = 1_000_000_000
-    ttl_s: int = 3600
-    file_bytes: int = 256 * 1024 * 1024  # largest file a process may write
-    # Bytes its writable layer may take (sandbox/disk.py); None: unbounded (image builds).
-    disk_bytes: int | None = DEFAULT_DISK_BYTES
-
-    @property
-    def fsize(self) -> int:
-        """The file-size limit: a bounded disk caps it (a box is full within one file)."""
-        if self.disk_bytes is None:
-            return self.file_bytes
-        return min(self.file_bytes, file_limit(self.disk_bytes))
-
-
-@dataclass
-class ExecResult:
-    exit_code: int | None
-    stdout: bytes
-    stderr: bytes
-    stdout_bytes: int = 0
-    stderr_bytes: int = 0
-    stdout_sha256: str = ""
-    stderr_sha256: str = ""
-    stdout_tail: bytes = b""
-    stderr_tail: bytes = b""
-    timed_out: bool = False
-    truncated: bool = False
-    overflowed: bool = False  # stopped at `kill_after_bytes`; the process may still run
-    duration_s: float = 0.0
-
-
-class Digest(Protocol):
-    """What we use of a hashlib object (its class is private to hashlib)."""
-
-    def update(self, data: bytes, /) -> None: ...
-    def hexdigest(self) -> str: ...
-
-
-@dataclass
-class _Capture:
-    """Hashes and counts the whole stream; keeps the first `cap` bytes and a tail window."""
-
-    cap: int
-    tail_cap: int = 8192
-    data: bytearray = field(default_factory=bytearray)
-    tail: bytearray = field(default_factory=bytearray)
-    total: int = 0
-    digest: Digest = field(default_factory=hashlib.sha256)
-
-    def feed(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        self.digest.update(chunk)
-        room = self.cap - len(self.data)
-        if room > 0:
-            self.data += chunk[:room]
-        self.tail += chunk[-self.tail_cap :]
-        del self.tail[: max(0, len(self.tail) - self.tail_cap)]
 
 
 class Container:
@@ -227,7 +152,7 @@ class Container:
             environment=merged_env,
             user=user,
         )
-        out, err = _Capture(cap_bytes), _Capture(cap_bytes)
+        out, err = Capture(cap_bytes), Capture(cap_bytes)
         started = time.monotonic()
         watchdog_fired = overflowed = False
         stream = ex.start(detach=False)
@@ -257,25 +182,10 @@ class Container:
         exit_code: int | None = None
         if not watchdog_fired and not overflowed:
             exit_code = await _exit_code(ex)
-        # 124: `timeout` fired; 137 after the limit: it had to SIGKILL.
-        timed_out = (
-            watchdog_fired or exit_code == 124 or (exit_code == 137 and duration >= timeout_s)
-        )
-        return ExecResult(
-            exit_code=exit_code,
-            stdout=bytes(out.data),
-            stderr=bytes(err.data),
-            stdout_bytes=out.total,
-            stderr_bytes=err.total,
-            stdout_sha256=out.digest.hexdigest(),
-            stderr_sha256=err.digest.hexdigest(),
-            stdout_tail=bytes(out.tail),
-            stderr_tail=bytes(err.tail),
-            timed_out=timed_out and not overflowed,
-            truncated=out.total > cap_bytes or err.total > cap_bytes,
+        return exec_result(
+            out, err, exit_code, duration, timeout_s=timeout_s, watchdog_fired=watchdog_fired,
             overflowed=overflowed,
-            duration_s=duration,
-        )
+        )  # fmt: skip
 
     async def put_files(self, files: dict[str, bytes], *, mode: int = 0o644) -> None:
         """Write files given by absolute path (parents created, owned by root)."""
@@ -298,20 +208,6 @@ class Container:
                 await self.raw.delete(force=True, v=True)
 
         await complete_despite_cancel(delete())
-
-
-async def complete_despite_cancel(work: Awaitable[T]) -> T:
-    """Await `work` to its end even if the caller is cancelled meanwhile (once or more);
-    then the cancel goes on. For steps that must not be cut in half: a container the
-    engine makes while its creator is cancelled would otherwise belong to nobody."""
-    task = asyncio.ensure_future(work)
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        while not task.done():  # the engine is doing it anyway: wait for its answer
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.wait({task})
-        raise
 
 
 async def _exit_code(ex: aiodocker.execs.Exec, *, wait_s: float = 5.0) -> int | None:
@@ -410,7 +306,7 @@ async def create_container(
         host_config["Binds"] = binds
     if tmpfs:
         host_config["Tmpfs"] = tmpfs
-    config = {
+    config: dict[str, Any] = {
         "Image": image,
         "Cmd": ["sleep", str(limits.ttl_s)],
         "Labels": labels_for(run_id, role, limits.ttl_s),

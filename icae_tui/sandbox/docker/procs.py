@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from icae_tui.sandbox.hostview import process_start, process_state
+from icae_tui.sandbox.docker.hostview import process_start, process_state
 
 _SIGKILL_BIT = 1 << (9 - 1)  # signal 9 in /proc/<pid>/status's pending masks
 

@@ -14,9 +14,11 @@ from pathlib import Path
 
 import aiodocker
 
-from icae_tui.sandbox.containers import Container, Limits, create_container
-from icae_tui.sandbox.engine import LABEL_TOOL, TOOL_NAME
-from icae_tui.sandbox.images import ImageBuildError, ProgressFn, image_exists
+from icae_tui.errors import ImageBuildError
+from icae_tui.sandbox.base import Limits, ProgressFn
+from icae_tui.sandbox.docker.containers import Container, create_container
+from icae_tui.sandbox.docker.engine import LABEL_TOOL, TOOL_NAME
+from icae_tui.sandbox.docker.images import image_exists
 
 AGENT_REPO = "icae-agentx"
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")

@@ -26,13 +26,14 @@ import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import aiodocker
 import aiodocker.stream
 import docker as docker_py
 
-from icae_tui.sandbox.engine import EngineUnavailable, engine_url
+from icae_tui.errors import EngineUnavailable
+from icae_tui.sandbox.docker.engine import engine_url
 
 T = TypeVar("T")
 
@@ -124,7 +125,9 @@ async def import_rootfs(
         raise FileNotFoundError(path)
 
     def call(client: docker_py.APIClient) -> str:
-        return client.import_image(src=str(path), repository=repository, tag=tag, changes=changes)
+        return str(
+            client.import_image(src=str(path), repository=repository, tag=tag, changes=changes)
+        )
 
     answer = await _in_thread(docker, call)
     # The engine reports a failed import inside a 200 answer, as a JSON progress line.
@@ -135,7 +138,7 @@ async def import_rootfs(
                 raise aiodocker.DockerError(500, str(item["error"]))
 
 
-async def container_changes(docker: aiodocker.Docker, container_id: str) -> list[dict]:
+async def container_changes(docker: aiodocker.Docker, container_id: str) -> list[dict[str, Any]]:
     """`GET /containers/{id}/changes`: items with `Path` and `Kind` (0 modified, 1 added,
     2 deleted); empty when nothing changed. aiodocker has no call for it."""
     return await _in_thread(docker, lambda client: client.diff(container_id)) or []

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import logging
 import os
@@ -31,20 +30,20 @@ import shutil
 import signal
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import Any
 
 import aiodocker
 
-from icae_tui.domain.task import Task
-from icae_tui.evaluation.sidefx import layer_diff
-from icae_tui.sandbox.containers import Container, ExecResult, Limits, create_container
-from icae_tui.sandbox.engine import local_data_root
-from icae_tui.sandbox.engine_api import container_changes
-from icae_tui.sandbox.hostview import (
-    Entry,
+from icae_tui.domain.outcome import SideOutcome
+from icae_tui.errors import BoxError
+from icae_tui.sandbox.base import CaseCall, ExecResult, Limits, Role
+from icae_tui.sandbox.docker.containers import Container, create_container
+from icae_tui.sandbox.docker.engine import local_data_root
+from icae_tui.sandbox.docker.engine_api import container_changes
+from icae_tui.sandbox.docker.hostview import (
     HostView,
     State,
     dir_identity,
@@ -57,18 +56,14 @@ from icae_tui.sandbox.hostview import (
     state_of,
     walk_states,
 )
-from icae_tui.sandbox.keepalive import KEEPALIVE_DIR, host_keepalive
+from icae_tui.sandbox.docker.keepalive import KEEPALIVE_DIR, host_keepalive
+from icae_tui.sandbox.docker.sidefx import layer_diff
+from icae_tui.sandbox.effects import Entry
 
 log = logging.getLogger(__name__)
 
 NSENTER = shutil.which("nsenter")
 CASE_LIMITS = Limits(ttl_s=1800)
-
-
-def case_limits(task: Task) -> Limits:
-    """A case's box (and the build gate's): the task's disk limit."""
-    return dataclasses.replace(CASE_LIMITS, disk_bytes=task.spec.cases.disk_mb * 2**20)
-
 WORKDIR_TMPFS = "rw,exec,nosuid,nodev,size=256m,mode=755"
 
 
@@ -95,7 +90,7 @@ def _reopen(fd: int) -> Iterator[int]:
         os.close(rfd)
 
 
-class ContainerGone(RuntimeError):
+class ContainerGone(BoxError):
     """The container's init is gone (the container stopped or was removed)."""
 
 
@@ -528,7 +523,7 @@ class SidePool:
         image: str,
         *,
         run_id: str,
-        role: Literal["oracle", "delivery"],
+        role: Role,
         size: int = 2,
         limits: Limits = CASE_LIMITS,
         fast: bool = True,
@@ -573,7 +568,7 @@ class SidePool:
                 boxes.append(item)
         await asyncio.gather(*(b.container.remove() for b in boxes), return_exceptions=True)
 
-    def _spawn(self, coro, *, making: bool = False) -> None:  # noqa: ANN001
+    def _spawn(self, coro: Coroutine[Any, Any, None], *, making: bool = False) -> None:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -618,7 +613,7 @@ class SidePool:
             box = Box(container=c, view=view, init_pid=int(info["State"].get("Pid") or 0))
             if self.fast and view is None:
                 # a tmpfs work directory is invisible to `/changes`: never judge without a view
-                raise RuntimeError("the engine's layers are not readable from this host")
+                raise BoxError("the engine's layers are not readable from this host")
             if view is not None:
                 procs, box.trusted_keepalive = await _keepalive_procs(view, box.init_pid, keepalive)
                 await asyncio.to_thread(self._baseline, box, procs)
@@ -651,6 +646,12 @@ class SidePool:
         box.base_states = container_states(box)
 
     # --- use ------------------------------------------------------------------------------
+
+    async def run(self, call: CaseCall) -> SideOutcome:
+        """A case in a fresh state (`sandbox.base.CasePool`)."""
+        from icae_tui.sandbox.docker.cases import run_case  # cases.py builds on this module
+
+        return await run_case(self, call)
 
     async def take(self) -> Box:
         if self._clean:
@@ -741,10 +742,11 @@ async def manifest_of(c: Container, paths: list[str]) -> dict[str, Entry]:
         ["python3", "-c", _MANIFEST_PY], stdin=json.dumps(paths).encode(), timeout_s=120
     )
     if res.exit_code != 0:
-        raise RuntimeError(
+        raise BoxError(
             f"manifest failed in {c.id[:12]}: {res.stderr.decode(errors='replace')[-300:]}"
         )
-    return {p: tuple(v) for p, v in json.loads(res.stdout).items()}  # type: ignore[misc]
+    rows: dict[str, list[Any]] = json.loads(res.stdout)
+    return {p: (str(v[0]), int(v[1]), int(v[2]), str(v[3]), str(v[4])) for p, v in rows.items()}
 
 
 async def fallback_snapshot(docker: aiodocker.Docker, c: Container) -> dict[str, Entry]:

@@ -29,11 +29,14 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from icae_tui.sandbox.effects import Entry
 
 # Written by the engine itself, not by the program under test.
 ENGINE_NOISE = frozenset({"/usr/sbin/docker-init", "/usr/sbin", "/usr"})
 
-Entry = tuple[str, int, int, str, str]  # type, mode, size, sha256, link target
+# Entry: type, mode, size, sha256, link target (icae_tui/sandbox/effects.py)
 # An entry with what a next case could also observe of it: owner, group and device number.
 State = tuple[Entry, int, int, int]
 
@@ -77,7 +80,7 @@ class HostView:
     hostname: str = ""  # the container's, which the engine writes into its /etc/hostname
 
     @classmethod
-    def probe(cls, info: dict) -> HostView | None:
+    def probe(cls, info: dict[str, Any]) -> HostView | None:
         """From a container's inspect data; None when the layers are not on this host."""
         graph = info.get("GraphDriver") or {}
         data = graph.get("Data") or {}

@@ -1,12 +1,10 @@
-"""Effective file-system side effects of one case, over the whole container.
+"""Effective file-system side effects of one case, as every backend records them.
 
-Two sources, one result:
-- fast path: the container's writable layer before and after the case (`HostView.layer`);
-  a copy-up that left content and mode as they were in the image is no change;
-- fallback (remote engine): the engine's `/changes` list, then a manifest of just those
-  paths computed inside the container.
-Engine noise and the task's ignore globs are filtered; paths inside the work directory are
-reported relative to it, the rest absolute.
+A backend finds what changed in a box (the docker backend: its writable layer seen from
+the host, or the engine's `/changes` plus a manifest) as `path → (added|modified|deleted,
+entry)`; this turns that into the FileChange records a case keeps. Engine noise and the
+task's ignore globs are filtered; paths inside the work directory are reported relative to
+it, the rest absolute.
 
 Names are bytes: what is stored, shown and compared is their `text_form`, which tells any
 two apart (the byte 0xff is `\\xff`, the four characters `\\xff` are `\\\\xff`) and holds
@@ -24,7 +22,8 @@ import re
 from collections.abc import Iterable
 
 from icae_tui.domain.results import FileChange
-from icae_tui.sandbox.hostview import ENGINE_NOISE, Budget, Entry, HostView
+
+Entry = tuple[str, int, int, str, str]  # type, mode, size, sha256, link target
 
 DEFAULT_IGNORE = ("*/__pycache__", "*/__pycache__/*", "*.pyc")
 # Changes kept per side and case. A delivery that creates files until its timeout finds
@@ -37,47 +36,9 @@ CHANGES_CAP = 200
 CHANGES_JSON_CAP = 64 * 1024
 
 
-def _lower_entry(view: HostView, path: str, budget: Budget) -> Entry | None:
-    """What the image had at `path`: looked up in its layers as overlayfs merges them,
-    never through a link the image holds (see `hostview.lower_lookup`)."""
-    return view.lower_entry(path, budget)
-
-
-def layer_diff(
-    view: HostView, before: dict[str, Entry], after: dict[str, Entry]
-) -> dict[str, tuple[str, Entry]]:
-    """path → (added|modified|deleted, entry after) for every effective change."""
-    out: dict[str, tuple[str, Entry]] = {}
-    budget = Budget()  # one hashing budget for all the image files this diff looks at
-    for path in sorted(before.keys() | after.keys()):
-        old, new = before.get(path), after.get(path)
-        if old == new:
-            continue
-        if new is None:  # was in the layer (a fixture, an earlier write), now gone
-            assert old is not None
-            if old[0] != "deleted":
-                out[path] = ("deleted", old)
-            continue
-        if new[0] == "deleted":
-            if old is not None or view.in_lower(path):
-                out[path] = ("deleted", new)
-            continue
-        base = old if old is not None and old[0] != "deleted" else None
-        if base is None and old is None:
-            base = _lower_entry(view, path, budget)
-        if base is None:
-            out[path] = ("added", new)
-        elif new[0] == "dir" and base[0] == "dir":
-            if new[1] != base[1]:
-                out[path] = ("modified", new)
-        elif new != base:
-            out[path] = ("modified", new)
-    return out
-
-
-def _ignored(path: str, ignore: Iterable[str]) -> bool:
+def _ignored(path: str, ignore: Iterable[str], noise: frozenset[str]) -> bool:
     """On the raw container path (see the module's note on names)."""
-    return path in ENGINE_NOISE or any(fnmatch.fnmatchcase(path, g) for g in ignore)
+    return path in noise or any(fnmatch.fnmatchcase(path, g) for g in ignore)
 
 
 def _display_path(path: str, workdir: str) -> str:
@@ -134,15 +95,20 @@ def text_form(name: str) -> str:
 
 
 def to_file_changes(
-    diff: dict[str, tuple[str, Entry]], *, workdir: str, ignore: Iterable[str] = ()
+    diff: dict[str, tuple[str, Entry]],
+    *,
+    workdir: str,
+    ignore: Iterable[str] = (),
+    noise: frozenset[str] = frozenset(),
 ) -> FileChanges:
     """The effective changes, work directory first then by path (the task's own files lead,
     and the same set always keeps the same entries); at most CHANGES_CAP entries and
-    CHANGES_JSON_CAP bytes of them are kept, `total` and `sha256` cover them all."""
+    CHANGES_JSON_CAP bytes of them are kept, `total` and `sha256` cover them all. `noise`:
+    paths the engine itself writes (its backend knows them)."""
     globs = (*DEFAULT_IGNORE, *ignore)
     rows: list[tuple[str, str, str, str, str, int]] = []  # the effect key, then the size
     for path, (kind, (etype, _mode, size, digest, target)) in diff.items():
-        if _ignored(path, globs) or path == workdir.rstrip("/"):
+        if _ignored(path, globs, noise) or path == workdir.rstrip("/"):
             continue
         deleted = kind == "deleted"
         rows.append((

@@ -11,37 +11,18 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import socket
-import stat
-import tempfile
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import aiodocker
 
-from icae_tui.gateway import server as model_gateway
-from icae_tui.owners import owner_gone, process_alive
-from icae_tui.sandbox.engine import LABEL_TOOL, TOOL_NAME
-from icae_tui.users import ask_server
-
-# Per-run socket folders in the temp directory: `<prefix><owner pid>-…`, holding one socket.
-SOCKET_FOLDERS = (
-    (ask_server.FOLDER_PREFIX, ask_server.SOCKET_NAME),
-    (model_gateway.FOLDER_PREFIX, model_gateway.SOCKET_NAME),
-)
+from icae_tui.owners import process_alive
+from icae_tui.sandbox.base import ReapReport
+from icae_tui.sandbox.docker.engine import LABEL_TOOL, TOOL_NAME
 
 LABEL_OWNER_PID = "icae.owner-pid"
 LABEL_OWNER_HOST = "icae.owner-host"
 LABEL_EXPIRES = "icae.expires"
-
-
-@dataclass
-class ReapReport:
-    containers: list[str] = field(default_factory=list)
-    images: list[str] = field(default_factory=list)
-    kept: int = 0
 
 
 def is_dead(labels: dict[str, str], *, now: float | None = None) -> bool:
@@ -76,58 +57,6 @@ async def reap(docker: aiodocker.Docker, *, everything_dead: bool = True) -> Rea
                 await docker.images.delete(image["Id"], force=True)
                 report.images.append(image["Id"][7:19])
     return report
-
-
-def _socket_answers(path: Path) -> bool:
-    """Whether a server still listens on the Unix socket (a folder of a live run)."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(1.0)
-        try:
-            s.connect(str(path))
-        except OSError:
-            return False
-    return True
-
-
-def reap_ask_folders(tmp: Path | None = None) -> list[str]:
-    """Remove the socket folders (clarification channel, model gateway) that dead runs
-    left in the temp directory.
-
-    `icae-ask-<pid>-…`: removed when that pid is gone on this host. Folders from before the
-    pid was in the name: removed when nothing listens on their socket. Only our own folders
-    (a directory, owned by us, holding nothing but the socket) are ever touched.
-    """
-    tmp = tmp or Path(tempfile.gettempdir())
-    removed = []
-    for prefix, socket_name in SOCKET_FOLDERS:
-        removed += _reap_folders(tmp, prefix, socket_name)
-    return removed
-
-
-def _reap_folders(tmp: Path, prefix: str, socket_name: str) -> list[str]:
-    removed = []
-    for folder in tmp.glob(prefix + "*"):
-        try:
-            st = os.lstat(folder)
-        except OSError:
-            continue
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
-            continue
-        try:
-            contents = os.listdir(folder)
-        except OSError:
-            continue
-        if set(contents) - {socket_name}:
-            continue  # not a folder of ours as we make them: leave it
-        owner, sep, _ = folder.name[len(prefix) :].partition("-")
-        if sep and owner.isdigit():
-            orphaned = owner_gone(int(owner), None)
-        else:
-            orphaned = not _socket_answers(folder / socket_name)
-        if orphaned:
-            shutil.rmtree(folder, ignore_errors=True)
-            removed.append(folder.name)
-    return removed
 
 
 async def remove_run_containers(docker: aiodocker.Docker, run_id: str) -> list[str]:

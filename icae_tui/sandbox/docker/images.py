@@ -16,34 +16,22 @@ import os
 import shlex
 import shutil
 import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import aiodocker
 
 from icae_tui.domain.task import Task
-from icae_tui.sandbox.containers import Container, Digest, Limits, create_container
-from icae_tui.sandbox.engine import LABEL_TOOL, TOOL_NAME
-from icae_tui.sandbox.engine_api import import_rootfs
+from icae_tui.errors import ImageBuildError
+from icae_tui.sandbox.base import Limits, ProgressFn, TaskImages, wrapper_script
+from icae_tui.sandbox.capture import Digest
+from icae_tui.sandbox.docker.containers import Container, create_container
+from icae_tui.sandbox.docker.engine import LABEL_TOOL, TOOL_NAME
+from icae_tui.sandbox.docker.engine_api import import_rootfs
 
 BASE_IMAGE = "icae-base:bookworm"
 DEBIAN_MIRROR = os.environ.get("ICAE_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 # A task's image setup (our recipe, not an agent's work) is not held to a box's disk limit.
 IMAGE_BUILD = Limits(disk_bytes=None)
-
-ProgressFn = Callable[[str], None]
-
-
-class ImageBuildError(RuntimeError):
-    pass
-
-
-@dataclass(frozen=True)
-class TaskImages:
-    agent: str
-    oracle: str
-
 
 async def image_exists(docker: aiodocker.Docker, name: str) -> bool:
     try:
@@ -130,11 +118,6 @@ def recipe_hash(task: Task, base_id: str, role: str) -> str:
         h.update(task.spec.interface.model_dump_json().encode())
         _hash_tree(h, Path(task.root) / "oracle")
     return h.hexdigest()[:16]
-
-
-def wrapper_script(entry: str) -> bytes:
-    """`/usr/local/bin/<tool>`: exec the side's entry with the case's arguments."""
-    return f'#!/bin/sh\nexec {entry} "$@"\n'.encode()
 
 
 async def _run_setup(c: Container, lines: list[str], progress: ProgressFn, what: str) -> None:

@@ -1,0 +1,16 @@
+"""One side's run of a case as a backend hands it over: the record kept (`SideRun`) and the
+stdout kept for comparison, which is longer than what a record displays."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from icae_tui.domain.results import SideRun
+
+
+@dataclass(frozen=True)
+class SideOutcome:
+    """One side's run of a case, as the ladder compares it."""
+
+    run: SideRun
+    stdout_full: bytes  # up to the case's compare cap: SideRun keeps only what is displayed

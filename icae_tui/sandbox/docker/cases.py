@@ -1,0 +1,213 @@
+"""One case on one side, in a fresh box from the side's pool (`sides.py`): fixtures, `prep`,
+a snapshot, the case under its timeout and output cap, then what it left — processes, the
+limits it hit, its box's death, a full disk — and its side effects.
+
+With a host view (a local engine) everything after the case is read from the host, off the
+event loop; without one (a remote engine) side effects come from the engine's `/changes`
+plus a manifest made in the box. What the engine could not run or inspect comes back as a
+`BoxError`; anything else raised here is a bug of ours and is left to fail the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+import aiodocker
+import aiohttp
+
+from icae_tui.domain.outcome import SideOutcome
+from icae_tui.domain.results import SideRun
+from icae_tui.errors import BoxError
+from icae_tui.sandbox.base import DISPLAY_CAP, CaseCall, ExecResult
+from icae_tui.sandbox.docker.containers import Container
+from icae_tui.sandbox.docker.disk import LayerWatch, full_bytes
+from icae_tui.sandbox.docker.hostview import ENGINE_NOISE, HostView, State
+from icae_tui.sandbox.docker.sides import (
+    Box,
+    SidePool,
+    fallback_diff,
+    fallback_snapshot,
+    hold_still,
+    host_effects,
+    host_snapshot,
+    kill_extras,
+    left_running,
+    settle,
+    walk_work,
+    write_fixtures,
+)
+from icae_tui.sandbox.effects import Entry, FileChanges, to_file_changes
+
+# What the engine or a box can do to one side of a case: a refused or failed call, a box
+# gone, a freeze that did not take, a host view that could not be read.
+ENGINE_TROUBLE = (aiodocker.DockerError, aiohttp.ClientError, OSError, TimeoutError, BoxError)
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")[:DISPLAY_CAP]
+
+
+@dataclass
+class _Aftermath:
+    """What a case left, beside its output."""
+
+    oom: bool = False
+    pids_capped: bool = False
+    left: int = 0  # processes alive after its command ended
+    box_died: bool = False
+    disk_full: bool = False
+    changes: FileChanges = field(default_factory=FileChanges)
+    after: dict[str, Entry] | None = None  # the writable layer, when the box can be reused
+
+
+async def run_case(pool: SidePool, call: CaseCall) -> SideOutcome:
+    """The case on a box of `pool`; BoxError when the engine could not run or inspect it."""
+    try:
+        return await _run(pool, call)
+    except BoxError:
+        raise
+    except ENGINE_TROUBLE as err:
+        raise BoxError(f"{type(err).__name__}: {err}") from err
+
+
+async def _run(pool: SidePool, call: CaseCall) -> SideOutcome:
+    workdir = call.workdir
+    box: Box = await pool.take()
+    c, view = box.container, box.view
+    state = "fallback" if view is None else ("reused" if box.cases_served else "fresh")
+    res: ExecResult | None = None
+    seen = _Aftermath()
+    try:
+        # Every host-side walk and hash runs in a thread: never on the event loop.
+        if call.files and view is not None:
+            await asyncio.to_thread(write_fixtures, box, call.files)
+        elif call.files:
+            await c.put_files({f"{workdir}/{p}": t.encode() for p, t in call.files.items()})
+        if call.prep:
+            await c.exec(call.prep, workdir=workdir, timeout_s=30)
+        touched = bool(call.files or call.prep)
+        before_work: dict[str, Entry] = {}
+        before_states = box.base_states
+        if view is not None and touched:
+            before_work = await asyncio.to_thread(walk_work, box, workdir)
+        if view is not None:
+            before = box.pristine
+            if call.prep:
+                before, before_states = await asyncio.to_thread(host_snapshot, box)
+        elif not touched and box.baseline is not None:
+            before = box.baseline
+        else:
+            before = await fallback_snapshot(pool.docker, c)
+        keep = box.base_procs or {box.init_pid}
+        stop = (lambda: kill_extras(view, keep)) if view is not None else (lambda: False)
+        async with LayerWatch(view.upper if view else None, c.disk, stop) as watch:
+            res = await c.exec(
+                call.command, stdin=call.stdin, workdir=workdir, timeout_s=call.timeout_s,
+                cap_bytes=call.compare_cap, kill_after_bytes=call.output_limit,
+            )  # fmt: skip
+        try:
+            if await _box_died(box, res):
+                seen = await _died(box)
+            elif view is not None:
+                seen = await _observe(call, box, view, before, before_states, before_work)
+            else:
+                oom = res.exit_code == 137 and not res.timed_out and await _oom_killed(c)
+                diff = fallback_diff(before, await fallback_snapshot(pool.docker, c))
+                seen = _Aftermath(oom=oom, changes=_changes(call, diff))
+        except ENGINE_TROUBLE:
+            if not await c.died():
+                raise
+            seen = await _died(box)  # it died while we looked (a delayed `kill -9 -1`)
+        seen.disk_full = seen.disk_full or watch.tripped
+    finally:
+        await pool.release(
+            box, after=seen.after, result=res if res is not None else ExecResult(None, b"", b"")
+        )
+    truncated_out = res.stdout_bytes > len(res.stdout)
+    truncated_err = res.stderr_bytes > len(res.stderr)
+    side = SideRun(
+        exit_code=res.exit_code,
+        stdout=_text(res.stdout),
+        stderr=_text(res.stderr),
+        stdout_bytes=res.stdout_bytes,
+        stderr_bytes=res.stderr_bytes,
+        stdout_sha256=res.stdout_sha256,
+        stderr_sha256=res.stderr_sha256,
+        stdout_tail=_text(res.stdout_tail) if truncated_out else "",
+        stderr_tail=_text(res.stderr_tail) if truncated_err else "",
+        timed_out=res.timed_out,
+        oom_killed=seen.oom,
+        pids_capped=seen.pids_capped,
+        overflowed=res.overflowed,
+        duration_s=round(res.duration_s, 4),
+        left_running=seen.left,
+        box_died=seen.box_died,
+        disk_full=seen.disk_full,
+        changes=seen.changes,
+        changes_total=seen.changes.total,
+        changes_sha256=seen.changes.sha256,
+        state=state,  # type: ignore[arg-type]
+    )
+    return SideOutcome(side, res.stdout)
+
+
+async def _observe(
+    call: CaseCall,
+    box: Box,
+    view: HostView,
+    before: dict[str, Entry],
+    before_states: dict[str, State],
+    before_work: dict[str, Entry],
+) -> _Aftermath:
+    """After the case, with a host view: what still runs (counted, then held still so
+    nothing changes what we walk; such a box is discarded), the limits it hit, whether its
+    disk is full, and its side effects."""
+    seen = _Aftermath()
+    settled, alive = (False, 0)
+    if box.base_procs:
+        settled, alive = await settle(view, box.base_procs)
+    if not settled:
+        box.lingering = True
+        seen.left = max(alive, left_running(view, box.base_procs or {box.init_pid}))
+        await hold_still(box)
+    seen.oom = view.oom_kills() > box.base_oom
+    seen.pids_capped = view.pids_limit_hits() > box.base_pid_hits
+    if box.container.disk is not None:
+        used = await asyncio.to_thread(full_bytes, view.upper, box.container.disk)
+        seen.disk_full = used is not None
+    seen.after, diff = await asyncio.to_thread(
+        host_effects, box, call.workdir, before, before_states, before_work
+    )
+    seen.changes = _changes(call, diff)
+    return seen
+
+
+def _changes(call: CaseCall, diff: dict[str, tuple[str, Entry]]) -> FileChanges:
+    return to_file_changes(diff, workdir=call.workdir, ignore=call.ignore, noise=ENGINE_NOISE)
+
+
+async def _box_died(box: Box, res: ExecResult) -> bool:
+    """Whether the case ended every process of its box, its init's keepalive with them (the
+    box stops). Seen from the host at once when it can; else the engine is asked after an
+    exit code that says so (a signal's, or none)."""
+    return await box.container.died(hint=res.exit_code is None or res.exit_code >= 126)
+
+
+async def _died(box: Box) -> _Aftermath:
+    """A box the case killed: out of memory (the engine says, once it has seen the box
+    stop) or by its own hand. Its side effects are not walked (its tmpfs work directory
+    went with it); its layer stays on the host until it is removed, so a full disk is
+    still seen."""
+    box.lingering = True  # never reused
+    await box.container.wait_stopped()
+    seen = _Aftermath(box_died=True, oom=await _oom_killed(box.container))
+    if box.view is not None and box.container.disk is not None:
+        used = await asyncio.to_thread(full_bytes, box.view.upper, box.container.disk)
+        seen.disk_full = used is not None
+    return seen
+
+
+async def _oom_killed(c: Container) -> bool:
+    info = await c.raw.show()
+    return bool(info.get("State", {}).get("OOMKilled"))
