@@ -52,6 +52,7 @@ from icae_tui.domain.events import (
     QuestionAnswered,
     QuestionAsked,
 )
+from icae_tui.domain.states import AnsweredBy
 from icae_tui.sandbox.base import DISPLAY_CAP
 from icae_tui.sandbox.effects import CHANGES_JSON_CAP
 
@@ -77,7 +78,7 @@ def droppable(event: Event) -> bool:
     if isinstance(event, _TRACE):
         return True
     if isinstance(event, QuestionAsked):
-        return event.mode == "budget"
+        return event.mode == AnsweredBy.BUDGET
     if isinstance(event, QuestionAnswered):
         return event.over_budget
     return False

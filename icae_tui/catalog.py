@@ -22,11 +22,12 @@ from icae_tui.domain.task import (
     TaskSpec,
     UserAgentData,
 )
+from icae_tui.errors import ConfigError
 
 M = TypeVar("M", bound=BaseModel)
 
 
-class TaskError(Exception):
+class TaskError(ConfigError):
     """A task file is malformed. The message names the file and the field."""
 
     def __init__(self, path: Path, message: str) -> None:
@@ -100,9 +101,8 @@ def load_solution(path: Path) -> Solution:
 
 
 def _default_pattern(stem: str, case_input: Any) -> str:
-    if isinstance(case_input, dict) and isinstance(case_input.get("op"), str):
-        return case_input["op"]
-    return stem
+    op = case_input.get("op") if isinstance(case_input, dict) else None
+    return op if isinstance(op, str) else stem
 
 
 def load_cases(root: Path) -> list[CaseRef]:

@@ -13,16 +13,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from icae_tui.catalog import Catalog, load_catalog
-from icae_tui.domain.states import ResponderMode
+from icae_tui.domain.states import ResponderMode, RunStatus
 from icae_tui.domain.task import Level, Split, Task
 from icae_tui.safe_text import printable
 from icae_tui.store import RunStore, default_home
 
 if TYPE_CHECKING:
+    from icae_tui.domain.events import Event
     from icae_tui.sandbox.base import Sandbox
 
 
-def _bounded(kind: type, low: float) -> Callable[[str], float]:
+def _bounded(kind: Callable[[str], float], low: float) -> Callable[[str], float]:
     """An argparse type: a number of `kind` that is at least `low`, or a clear error."""
 
     def parse(text: str) -> float:
@@ -230,7 +231,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.report and outcome.report_path:
         write_report(store.events(outcome.run_id), Path(args.report))
         print(f"report: {args.report}")
-    return 0 if outcome.status == "completed" else 1
+    return 0 if outcome.status == RunStatus.COMPLETED else 1
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
@@ -320,15 +321,16 @@ def cmd_agents(args: argparse.Namespace) -> int:
 def cmd_console(args: argparse.Namespace) -> int:
     from icae_tui.ui.app import IcaeApp
 
-    if (agent_files := _agent_files(args)) is None:
+    if (agent_files := _agent_files(args)) is None or not _engine_known(args):
         return 2
     store = RunStore(Path(args.home) / "runs.db" if args.home else None)
     store.mark_interrupted()  # history must not show dead runs as running
-    IcaeApp(catalog=_catalog(args), store=store, pace_s=args.pace, agent_files=agent_files).run()
+    IcaeApp(catalog=_catalog(args), store=store, pace_s=args.pace, agent_files=agent_files,
+            engine=args.engine).run()  # fmt: skip
     return 0
 
 
-def _replayed(args: argparse.Namespace, store: RunStore) -> tuple[list, str] | None:
+def _replayed(args: argparse.Namespace, store: RunStore) -> tuple[list[Event], str] | None:
     """The events `icae replay` names (a recording file, a bundled recording as
     TASK/NAME, or a stored run id) and a label; None after saying what is wrong."""
     from icae_tui import recordings
@@ -374,7 +376,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             return 130
         return 0
     from icae_tui.ui.app import IcaeApp
-    from icae_tui.ui.screens.replay import open_replay, replay_console
+    from icae_tui.ui.screens.replay import open_replay
 
     store.mark_interrupted()
     artifacts = None if label else store.artifacts_dir
@@ -382,8 +384,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     def opened(app: IcaeApp) -> None:
         open_replay(app, events, speed=args.speed, label=label, artifacts=artifacts)
 
-    replay_console(IcaeApp, opened, catalog=_catalog(args), store=store, pace_s=args.pace,
-                   agent_files=agent_files).run()  # fmt: skip
+    IcaeApp(catalog=_catalog(args), store=store, pace_s=args.pace, agent_files=agent_files,
+            on_start=opened).run()  # fmt: skip
     return 0
 
 
@@ -399,6 +401,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             passed += [flag, str(Path(folder).resolve())]
     if args.pace is not None:
         passed += ["--pace", str(args.pace)]
+    passed += ["--engine", args.engine]
     for path in agent_files:
         passed += ["--agents", str(path.resolve())]
     print(f"serving the console at http://{args.host}:{args.port} (ctrl+c stops)", flush=True)

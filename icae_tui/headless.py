@@ -14,8 +14,9 @@ from typing import TextIO
 
 from icae_tui.display.replay import PacedReplay, Sleep
 from icae_tui.display.view import RunView
-from icae_tui.display.wording import draft_source, interaction_line, usage_lines
+from icae_tui.display.wording import OPERATOR_ANSWERS, draft_source, interaction_line, usage_lines
 from icae_tui.domain.events import Event, QuestionAsked
+from icae_tui.domain.states import AnsweredBy
 from icae_tui.run import Run, RunConfig, RunOutcome
 from icae_tui.safe_text import printable
 from icae_tui.store import RunStore
@@ -68,18 +69,18 @@ class TerminalHuman:
         self.printer = printer
 
     def __call__(self, ev: Event) -> None:
-        if isinstance(ev, QuestionAsked) and ev.mode in ("human", "assisted"):
+        if isinstance(ev, QuestionAsked) and ev.mode in OPERATOR_ANSWERS:
             asyncio.get_running_loop().create_task(self._read(ev))
 
     async def _read(self, ev: QuestionAsked) -> None:
-        if ev.mode == "assisted":
+        if ev.mode == AnsweredBy.ASSISTED:
             source = draft_source(ev.draft_records)
             self.printer.line(f"draft [{source}]: {printable(ev.draft)}")
             self.printer.line(f"your answer to Q{ev.question_id} (empty line sends the draft):")
         else:
             self.printer.line(f"your answer to Q{ev.question_id} (one line):")
         text = (await asyncio.to_thread(sys.stdin.readline)).rstrip("\n")
-        if ev.mode == "assisted" and not text:
+        if ev.mode == AnsweredBy.ASSISTED and not text:
             text = ev.draft
         self.run.answer(ev.question_id, text or "(no answer)")
 

@@ -23,6 +23,7 @@ from icae_tui.domain.task import CaseRef, Task
 from icae_tui.evaluation import rerun as rerun_core
 from icae_tui.evaluation.differential import Sides
 from icae_tui.run import Run, RunConfig
+from icae_tui.sandbox.registry import DEFAULT_ENGINE
 from icae_tui.store import RunStore
 
 
@@ -32,13 +33,14 @@ class KeptImages:
 
     task: Task
     sides: Sides
+    engine: str = DEFAULT_ENGINE  # the run's: its re-runs and discard go to the same engine
 
     @property
     def label(self) -> str:
         return self.sides.delivery_image
 
     def rerun(self, ref: CaseRef, *, run_id: str) -> Coroutine[Any, Any, CaseResult]:
-        return rerun_core.rerun_case(self.task, self.sides, ref, run_id=run_id)
+        return rerun_core.rerun_case(self.task, self.sides, ref, run_id=run_id, engine=self.engine)
 
     def edited(self, ref: CaseRef, *, command: str | None, input: Any) -> CaseRef:  # noqa: A002
         return rerun_core.edited(ref, command=command, input=input)
@@ -53,15 +55,15 @@ class KeptImages:
         return ShellCommand(side, image, workdir, argv, shlex.join(argv))
 
     def discard(self) -> Coroutine[Any, Any, None]:
-        return rerun_core.discard_delivery(self.sides)
+        return rerun_core.discard_delivery(self.sides, engine=self.engine)
 
 
-def keeping(task: Task) -> Keep:
+def keeping(task: Task, engine: str = DEFAULT_ENGINE) -> Keep:
     """How a run of `task` keeps its delivery: the images its outcome names, if any."""
 
     def kept(outcome: Outcome) -> KeptImages | None:
         sides = outcome.sides
-        return KeptImages(task, sides) if isinstance(sides, Sides) else None
+        return KeptImages(task, sides, engine) if isinstance(sides, Sides) else None
 
     return kept
 
@@ -70,4 +72,6 @@ def console_source(config: RunConfig, store: RunStore) -> LiveSource:
     """A run started from the console: it keeps its delivery for the case detail (re-run,
     shells) until the console discards it (ui/kept.py)."""
     config = dataclasses.replace(config, keep_delivery=True)
-    return LiveSource(Run(config, store), task=config.task, keep=keeping(config.task))
+    return LiveSource(
+        Run(config, store), task=config.task, keep=keeping(config.task, config.engine)
+    )

@@ -7,12 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from icae_tui.domain.events import Event, parse_event
+from icae_tui.errors import ConfigError
 from icae_tui.safe_text import lines as text_lines
 
 FOLDER = "recordings"
 
 
-class RecordingError(ValueError):
+class RecordingError(ConfigError, ValueError):
     pass
 
 

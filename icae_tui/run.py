@@ -205,8 +205,9 @@ class Run:
                 await box.resume()
         paused_for = self.gate.open() or 0.0
         clock = self._clock
-        if clock is not None and clock.when() is not None:
-            clock.reschedule(clock.when() + paused_for)  # type: ignore[operator]
+        deadline = clock.when() if clock is not None else None
+        if clock is not None and deadline is not None:
+            clock.reschedule(deadline + paused_for)
         await self.emit(AgentResumed(paused_s=round(paused_for, 3)))
         return True
 
@@ -478,7 +479,9 @@ class Run:
         await asyncio.sleep(0)  # let queued progress events land in order
         return image
 
-    def _model_gateway(self, agent: Agent) -> contextlib.AbstractAsyncContextManager:
+    def _model_gateway(
+        self, agent: Agent
+    ) -> contextlib.AbstractAsyncContextManager[ModelGateway | None]:
         """The run's model gateway for an agent that needs a model (none for the others):
         the configured endpoint, or the recorded calls of `model_replay`; its calls are
         events, and each is appended to the run's model_calls.jsonl as it ends."""

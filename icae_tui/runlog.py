@@ -12,10 +12,11 @@ import json
 import logging
 import time
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 from icae_tui.bounds import RunBound
 from icae_tui.domain.events import Event, PhaseChanged, RunFinished
+from icae_tui.domain.states import Phase
 from icae_tui.report import write_report
 from icae_tui.store import RunStore
 from icae_tui.trajectory import build_trajectory
@@ -27,14 +28,14 @@ class Display(Protocol):
     """Anything that shows a run: called once per stored event, in order, on the run's loop.
     It must return quickly and never raise into the run (a failure is logged, not shown)."""
 
-    def __call__(self, event: Event) -> None: ...
+    def __call__(self, event: Event, /) -> None: ...
 
 
 class RunLog:
     def __init__(self, run_id: str, store: RunStore) -> None:
         self.run_id = run_id
         self.store = store
-        self.phase = "start"  # the last phase announced (a Phase): failures say where
+        self.phase: Phase | Literal["start"] = "start"  # the last announced: failures say where
         self._displays: list[Display] = []
         self._seq = 0
         self._events: list[Event] = []

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from icae_tui.domain.events import Event, RunFinished, parse_event
+from icae_tui.domain.states import RunStatus
 from icae_tui.owners import owner_gone, this_host
 
 SCHEMA = """
@@ -149,7 +150,7 @@ class RunStore:
             at = last_ts if last_ts is not None else started_at
             owner = f"process {pid} on {host}" if pid is not None else "an unknown process"
             error = f"interrupted: its owner ({owner}) ended without finishing the run"
-            final = RunFinished(status="interrupted", error=error)
+            final = RunFinished(status=RunStatus.INTERRUPTED, error=error)
             final.run_id, final.seq, final.ts = run_id, last_seq + 1, at
             with self.db:  # the event and the row change together, or not at all
                 self.db.execute("BEGIN")

@@ -76,7 +76,9 @@ class _Builder:
         self.output: list[str] = []
         self.stray: dict[str, Any] | None = None  # the step collecting output outside commands
         self.model_call: ModelCallMade | None = None  # its figures go on the next agent step
-        self.totals = {"prompt": 0, "completion": 0, "cost": None}
+        self.prompt_tokens = 0  # the totals of every model call
+        self.completion_tokens = 0
+        self.cost: float | None = None  # None: no call had a price
 
     def step(self, ev: Event, source: str, message: str, **fields: Any) -> dict[str, Any]:
         step = {"step_id": len(self.steps) + 1, "timestamp": _when(ev.ts), "source": source,
@@ -92,10 +94,10 @@ class _Builder:
         if self.model_call is not None:  # the previous call led to no action of its own
             self.unused_call(self.model_call)
         self.model_call = ev
-        self.totals["prompt"] += ev.tokens_in
-        self.totals["completion"] += ev.tokens_out
+        self.prompt_tokens += ev.tokens_in
+        self.completion_tokens += ev.tokens_out
         if ev.cost is not None:
-            self.totals["cost"] = (self.totals["cost"] or 0.0) + ev.cost
+            self.cost = (self.cost or 0.0) + ev.cost
 
     def unused_call(self, call: ModelCallMade) -> None:
         self.model_call = None
@@ -235,8 +237,8 @@ def build_trajectory(events: list[Event]) -> dict[str, Any]:
 def _final_metrics(b: _Builder, extra: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"total_steps": len(b.steps)}
     if any(s.get("metrics") for s in b.steps):
-        out["total_prompt_tokens"] = b.totals["prompt"]
-        out["total_completion_tokens"] = b.totals["completion"]
-        if b.totals["cost"] is not None:
-            out["total_cost_usd"] = b.totals["cost"]
+        out["total_prompt_tokens"] = b.prompt_tokens
+        out["total_completion_tokens"] = b.completion_tokens
+        if b.cost is not None:
+            out["total_cost_usd"] = b.cost
     return out | {"extra": extra}

@@ -4,6 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/env.sh
 .venv/bin/ruff check icae_tui tests benchmarks
+# Types: strict on the whole package (config in pyproject.toml); it must report nothing.
+.venv/bin/mypy
 # The verdict ladder is pure: its table tests need no Docker and must cover nearly all of it.
 .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_verdict.py tests/test_verdict_faults.py \
   --cov=icae_tui.evaluation.verdict --cov-report=term-missing --cov-fail-under=95

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from icae_tui.catalog import load_catalog
+from icae_tui.domain.task import Level
+from tests.gateway_upstream import KEY_ENV, REAL_KEY
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_TASKS = ROOT / "tests" / "fixtures" / "tasks"
@@ -53,6 +55,34 @@ def fixture_catalog():
 @pytest.fixture(scope="session")
 def bundled_catalog():
     return load_catalog(BUNDLED_TASKS)
+
+
+@pytest.fixture
+def mini(fixture_catalog):
+    """The fixture task `mini` (a text tool: upper-cases, counts words)."""
+    return fixture_catalog.tasks["mini"]
+
+
+@pytest.fixture
+def mini_data(mini):
+    """The mini task's L1 records, as its simulated user answers from them."""
+    return mini.user_agent[Level.L1].oracle_data
+
+
+@pytest.fixture
+def key_env(monkeypatch):
+    """The upstream's key where the gateway's test config says it is (tests/gateway_upstream.py)."""
+    monkeypatch.setenv(KEY_ENV, REAL_KEY)
+
+
+@pytest.fixture
+async def upstream(request):
+    """The requesting module's scripted `Upstream` (a tests.gateway_upstream.ScriptedServer),
+    serving while the test runs."""
+    up = request.module.Upstream()
+    await up.start()
+    yield up
+    await up.stop()
 
 
 @pytest.fixture

@@ -8,19 +8,12 @@ import asyncio
 import json
 
 import aiohttp
-import pytest
 
-from icae_tui.domain.task import Level
 from icae_tui.users.ask_server import serving
 from icae_tui.users.channel import ClarificationChannel
 from icae_tui.users.responders import Desk, SimulatedUser
 
 QUESTION = "How should unknown operations be reported?"
-
-
-@pytest.fixture
-def mini_data(fixture_catalog):
-    return fixture_catalog.tasks["mini"].user_agent[Level.L1].oracle_data
 
 
 async def _serve(mini_data, budget: int):

@@ -1,8 +1,18 @@
+"""Loading tasks (icae_tui/catalog.py): the fixture and bundled tasks, errors named with their
+file, line and field, budgets; a task's solutions (those that do not parse are errors, not
+choices; names and links stay inside the task's folder)."""
+
 import json
 import shutil
 
+import pytest
+
+from icae_tui.agents.base import AgentError
+from icae_tui.agents.scripted import ScriptedAgent
 from icae_tui.catalog import load_catalog
+from icae_tui.cli import main
 from tests.conftest import FIXTURE_TASKS
+from tests.task_copies import copy_mini
 
 
 def _copy_fixture(tmp_path, name="mini"):
@@ -104,3 +114,48 @@ def test_missing_engine_is_one_clear_line_not_a_traceback(tmp_path):
     assert "Traceback" not in out.stdout + out.stderr
     assert f"Docker engine at unix://{tmp_path}/no-engine.sock is not answering" in out.stdout
     assert "run failed" in out.stdout and "report:" in out.stdout  # the failed run is stored
+
+
+# --- a task's solutions ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name", ["../../x/solutions/good", "../good", "/etc/passwd", "good/../good", ".hidden", ""]
+)
+def test_solution_names_stay_inside_the_task_folder(tmp_path, name):
+    tasks = copy_mini(tmp_path).parent
+    outside = tmp_path / "x" / "solutions"
+    outside.mkdir(parents=True)
+    shutil.copy(tasks / "mini" / "solutions" / "good.yaml", outside / "good.yaml")
+    task = load_catalog(tasks).tasks["mini"]
+    with pytest.raises(AgentError, match="no such solution"):
+        ScriptedAgent.for_task(task, name)
+    assert ScriptedAgent.for_task(task, "good").name == "scripted:good"
+
+
+def test_a_solution_link_out_of_the_folder_is_refused(tmp_path):
+    tasks = copy_mini(tmp_path).parent
+    elsewhere = tmp_path / "elsewhere.yaml"
+    shutil.copy(tasks / "mini" / "solutions" / "good.yaml", elsewhere)
+    (tasks / "mini" / "solutions" / "linked.yaml").symlink_to(elsewhere)
+    catalog = load_catalog(tasks)
+    assert "linked" not in catalog.tasks["mini"].solutions
+    with pytest.raises(AgentError, match="no such solution"):
+        ScriptedAgent.for_task(catalog.tasks["mini"], "linked")
+
+
+def test_solutions_that_do_not_parse_are_errors_not_choices(tmp_path, capsys):
+    tasks = copy_mini(tmp_path).parent
+    (tasks / "mini" / "solutions" / "mangled.yaml").write_text("steps: [unclosed\n")
+    (tasks / "mini" / "solutions" / "empty.yaml").write_text("description: no steps\n")
+    catalog = load_catalog(tasks)
+    task = catalog.tasks["mini"]  # the task itself still loads
+    assert task.solutions == ["broken", "good", "partial"]
+    messages = sorted(str(e) for e in catalog.errors)
+    assert len(messages) == 2
+    assert messages[0].endswith("field 'steps': Field required") and "empty.yaml" in messages[0]
+    assert "mangled.yaml: invalid YAML" in messages[1]
+    assert main(["--tasks", str(tasks), "tasks"]) == 0
+    out, err = capsys.readouterr()
+    assert "solutions broken, good, partial" in out and "mangled" not in out
+    assert "mangled.yaml: invalid YAML" in err

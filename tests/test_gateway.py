@@ -24,10 +24,17 @@ from icae_tui.gateway import (
     serving,
 )
 from icae_tui.gateway.server import PROXY_ASSET
+from tests.gateway_upstream import (
+    MODEL,
+    REAL_KEY,
+    ScriptedServer,
+    chunk,
+    completion,
+    config,
+    tool_completion,
+)
+from tests.polling import Sleeps
 
-KEY_ENV = "ICAE_TEST_UPSTREAM_KEY"
-REAL_KEY = "sk-real-key-never-in-the-container"
-MODEL = "forced-model-1"
 MESSAGES = [
     {"role": "system", "content": "You build projects."},
     {"role": "user", "content": "Write hello.py"},
@@ -46,80 +53,16 @@ TOOLS = [
 # -- the scripted upstream ---------------------------------------------------------------
 
 
-def completion(text: str = "Hello!", tokens_in: int = 7, tokens_out: int = 3) -> dict:
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 1,
-        "model": MODEL,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": text},
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {
-            "prompt_tokens": tokens_in,
-            "completion_tokens": tokens_out,
-            "total_tokens": tokens_in + tokens_out,
-        },
-    }
-
-
-def tool_call() -> dict:
-    body = completion(tokens_in=11, tokens_out=5)
-    body["choices"][0]["message"] = {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            {
-                "id": "call_1",
-                "type": "function",
-                "function": {"name": "write_file", "arguments": '{"path": "hello.py"}'},
-            }
-        ],
-    }
-    body["choices"][0]["finish_reason"] = "tool_calls"
-    return body
-
-
-def chunk(delta: dict, finish: str | None = None) -> dict:
-    return {
-        "id": "chatcmpl-s",
-        "object": "chat.completion.chunk",
-        "created": 1,
-        "model": MODEL,
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-
-
 STREAM = "stream"
 
 
-class Upstream:
+class Upstream(ScriptedServer):
     """Answers from a script, in order: dicts are 200 JSON completions, `STREAM` is an SSE
     answer, `(status, headers)` is an error answer."""
 
     def __init__(self) -> None:
         self.script: list[Any] = []
         self.seen: list[tuple[str, dict]] = []  # (Authorization header, body)
-        self.runner: web.AppRunner | None = None
-        self.url = ""
-
-    async def start(self) -> None:
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", self._answer)
-        self.runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await self.runner.setup()
-        site = web.TCPSite(self.runner, "127.0.0.1", 0)
-        await site.start()
-        port = self.runner.addresses[0][1]
-        self.url = f"http://127.0.0.1:{port}/v1"
-
-    async def stop(self) -> None:
-        if self.runner is not None:
-            await self.runner.cleanup()
 
     async def _answer(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
@@ -149,35 +92,6 @@ class Upstream:
         return web.json_response(step)
 
 
-@pytest.fixture
-async def upstream():
-    up = Upstream()
-    await up.start()
-    yield up
-    await up.stop()
-
-
-@pytest.fixture
-def key_env(monkeypatch):
-    monkeypatch.setenv(KEY_ENV, REAL_KEY)
-
-
-def config(upstream: Upstream, **limits: Any) -> GatewayConfig:
-    return GatewayConfig(
-        base_url=upstream.url, model=MODEL, api_key_env=KEY_ENV, backoff_base_s=0.25, **limits
-    )
-
-
-class Waits:
-    """Stands in for asyncio.sleep: records the back-off instead of waiting it."""
-
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
 @contextlib.asynccontextmanager
 async def client(gateway, token: str | None = "run"):
     token = gateway.token if token == "run" else token
@@ -200,7 +114,7 @@ async def chat(http: aiohttp.ClientSession, **body: Any) -> tuple[int, Any]:
 async def test_upstream_gets_the_real_key_and_the_forced_model_and_the_call_is_recorded(
     upstream, key_env
 ):
-    upstream.script = [completion("Hello!"), tool_call()]
+    upstream.script = [completion("Hello!"), tool_completion("write_file", {"path": "hello.py"})]
     recorded: list[ModelCall] = []
     async with serving(config(upstream), record=recorded.append) as gw, client(gw) as http:
         assert REAL_KEY not in gw.token and gw.token not in REAL_KEY
@@ -250,7 +164,7 @@ async def test_a_missing_or_wrong_token_gets_401_and_never_reaches_upstream(upst
 
 async def test_429_and_500_are_retried_and_recorded_as_infra_counting_one_call(upstream, key_env):
     upstream.script = [(429, {"Retry-After": "0"}), (500, {}), completion()]
-    waits = Waits()
+    waits = Sleeps()
     async with serving(config(upstream, max_calls=1), sleep=waits) as gw, client(gw) as http:
         status, body = await chat(http)
     assert status == 200 and body["choices"][0]["message"]["content"] == "Hello!"
@@ -263,7 +177,7 @@ async def test_429_and_500_are_retried_and_recorded_as_infra_counting_one_call(u
 
 async def test_retries_are_bounded_and_an_exhausted_call_is_infra(upstream, key_env):
     upstream.script = [(503, {}), (503, {})]
-    waits = Waits()
+    waits = Sleeps()
     async with (
         serving(config(upstream, max_attempts=2), sleep=waits) as gw,
         client(gw) as http,
@@ -278,7 +192,7 @@ async def test_retries_are_bounded_and_an_exhausted_call_is_infra(upstream, key_
 async def test_an_unreachable_upstream_is_infra_with_502(upstream, key_env):
     cfg = config(upstream, max_attempts=3)
     await upstream.stop()  # nothing listens there any more
-    waits = Waits()
+    waits = Sleeps()
     async with serving(cfg, sleep=waits) as gw, client(gw) as http:
         status, body = await chat(http)
     assert status == 502 and body["error"]["type"] == "upstream_unavailable"
@@ -290,7 +204,7 @@ async def test_an_unreachable_upstream_is_infra_with_502(upstream, key_env):
 
 async def test_a_4xx_from_upstream_is_the_agents_error_and_not_retried(upstream, key_env):
     upstream.script = [(400, {})]
-    async with serving(config(upstream), sleep=Waits()) as gw, client(gw) as http:
+    async with serving(config(upstream), sleep=Sleeps()) as gw, client(gw) as http:
         status, _ = await chat(http)
     (call,) = gw.calls()
     assert (status, call.kind, call.attempts, len(upstream.seen)) == (400, "agent_error", 1, 1)
@@ -380,7 +294,11 @@ async def test_the_cost_limit_answers_429(upstream, key_env):
 async def test_replay_serves_the_recording_without_upstream_and_409s_on_divergence(
     upstream, key_env
 ):
-    upstream.script = [completion("Hello!"), tool_call(), STREAM]
+    upstream.script = [
+        completion("Hello!"),
+        tool_completion("write_file", {"path": "hello.py"}),
+        STREAM,
+    ]
     requests = [{}, {"tools": TOOLS}, {"stream": True}]
     async with serving(config(upstream)) as gw, client(gw) as http:
         live = [await chat(http, **r) for r in requests]

@@ -13,7 +13,6 @@ from typing import Any
 import aiohttp
 import httpx2 as httpx  # what this openai release is built on
 import openai
-import pytest
 from aiohttp import web
 
 from icae_tui.gateway import (
@@ -28,10 +27,16 @@ from icae_tui.gateway import (
 )
 from icae_tui.gateway import anthropic as anthropic_api
 from icae_tui.gateway import responses as responses_api
-
-KEY_ENV = "ICAE_TEST_UPSTREAM_KEY"
-REAL_KEY = "sk-real-key-never-in-the-container"
-MODEL = "forced-model-1"
+from tests.gateway_upstream import (
+    MODEL,
+    REAL_KEY,
+    ScriptedServer,
+    chunk,
+    completion,
+    config,
+    tool_completion,
+)
+from tests.polling import Sleeps
 
 # -- what Claude Code and Codex send --------------------------------------------------------
 
@@ -112,52 +117,8 @@ def codex_request(**fields: Any) -> dict:
 # -- the scripted upstream ---------------------------------------------------------------
 
 
-def completion(text: str = "Hello!", tokens_in: int = 7, tokens_out: int = 3) -> dict:
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 1700000000,
-        "model": MODEL,
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-        ],
-        "usage": {
-            "prompt_tokens": tokens_in,
-            "completion_tokens": tokens_out,
-            "total_tokens": tokens_in + tokens_out,
-        },
-    }
-
-
-def tool_completion(name: str, arguments: dict) -> dict:
-    body = completion(tokens_in=11, tokens_out=5)
-    body["choices"][0]["message"] = {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            {
-                "id": "call_1",
-                "type": "function",
-                "function": {"name": name, "arguments": json.dumps(arguments)},
-            }
-        ],
-    }
-    body["choices"][0]["finish_reason"] = "tool_calls"
-    return body
-
-
 def data(obj: Any) -> str:
     return f"data: {json.dumps(obj)}\n\n"
-
-
-def chunk(delta: dict, finish: str | None = None) -> dict:
-    return {
-        "id": "chatcmpl-s",
-        "object": "chat.completion.chunk",
-        "created": 1700000000,
-        "model": MODEL,
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
 
 
 def usage_chunk(tokens_in: int, tokens_out: int) -> dict:
@@ -208,27 +169,13 @@ class Seen:
 
 
 @dataclass
-class Upstream:
+class Upstream(ScriptedServer):
     """Answers every API's path from one script, in order: dicts are 200 JSON, `Sse` is a
     stream, `(status, headers)` is an error answer."""
 
+    PATHS = ("/v1/chat/completions", "/v1/messages", "/v1/responses")
     script: list[Any] = field(default_factory=list)
     seen: list[Seen] = field(default_factory=list)
-    url: str = ""
-    runner: web.AppRunner | None = None
-
-    async def start(self) -> None:
-        app = web.Application()
-        for path in ("/v1/chat/completions", "/v1/messages", "/v1/responses"):
-            app.router.add_post(path, self._answer)
-        self.runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await self.runner.setup()
-        await web.TCPSite(self.runner, "127.0.0.1", 0).start()
-        self.url = f"http://127.0.0.1:{self.runner.addresses[0][1]}/v1"
-
-    async def stop(self) -> None:
-        if self.runner is not None:
-            await self.runner.cleanup()
 
     async def _answer(self, request: web.Request) -> web.StreamResponse:
         self.seen.append(Seen(request.path, dict(request.headers), await request.json()))
@@ -248,35 +195,6 @@ class Upstream:
             await resp.write_eof()
             return resp
         return web.json_response(step)
-
-
-@pytest.fixture
-async def upstream():
-    up = Upstream()
-    await up.start()
-    yield up
-    await up.stop()
-
-
-@pytest.fixture
-def key_env(monkeypatch):
-    monkeypatch.setenv(KEY_ENV, REAL_KEY)
-
-
-def config(upstream: Upstream, **settings: Any) -> GatewayConfig:
-    return GatewayConfig(
-        base_url=upstream.url, model=MODEL, api_key_env=KEY_ENV, backoff_base_s=0.25, **settings
-    )
-
-
-class Waits:
-    """Stands in for asyncio.sleep: records the back-off instead of waiting it."""
-
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
 
 
 @contextlib.asynccontextmanager
@@ -487,7 +405,7 @@ async def test_messages_limit_refusal_is_an_anthropic_error(upstream, key_env):
 
 async def test_messages_429_is_retried_and_a_4xx_is_an_anthropic_error(upstream, key_env):
     upstream.script = [(429, {"Retry-After": "0"}), completion(), (400, {})]
-    waits = Waits()
+    waits = Sleeps()
     async with serving(config(upstream), sleep=waits) as gw, client(gw) as http:
         status, body, _ = await messages(http, gw, claude_request())
         bad, error, _ = await messages(http, gw, claude_request())
@@ -640,7 +558,7 @@ async def test_responses_tool_call_round_trip(upstream, key_env):
 
 async def test_responses_limit_refusal_and_a_retried_429(upstream, key_env):
     upstream.script = [(503, {}), completion(tokens_in=8, tokens_out=4)]
-    waits = Waits()
+    waits = Sleeps()
     async with (
         serving(config(upstream, max_tokens=10), sleep=waits) as gw,
         client(gw) as http,

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from icae_tui.sandbox.docker.sidefx import layer_diff
 from icae_tui.sandbox.docker import hostview
 from icae_tui.sandbox.docker.hostview import HASH_CAP, HostView, open_in_root, walk_tree
 from icae_tui.sandbox.docker.keepalive import is_static_elf
+from icae_tui.sandbox.docker.sidefx import layer_diff
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="whiteouts and trusted xattrs need root")
 

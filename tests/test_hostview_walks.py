@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from icae_tui.sandbox.effects import to_file_changes
 from icae_tui.sandbox.docker import hostview
 from icae_tui.sandbox.docker.hostview import HostView, open_in_root, walk_tree
+from icae_tui.sandbox.effects import to_file_changes
 
 RAW = b"bad\xff"  # a name that is not UTF-8
 LITERAL = b"bad\\xff"  # the seven characters b, a, d, \, x, f, f

@@ -12,7 +12,6 @@ import aiohttp
 import pytest
 
 from icae_tui.domain.events import Event, QuestionAnswered, QuestionAsked
-from icae_tui.domain.task import Level
 from icae_tui.run import RunConfig
 from icae_tui.users.ask_server import icae_wire_routes, serving
 from icae_tui.users.channel import ClarificationChannel
@@ -25,16 +24,15 @@ INIT, QUERY, STATS = 50001, 50002, 50003
 
 
 @pytest.fixture
-async def wire(fixture_catalog):
+async def wire(mini_data):
     """(server, post, events): `post(body, port)` → (HTTP status, parsed or raw body), the
     port being the one the client connected to in the container (its Host header)."""
-    data = fixture_catalog.tasks["mini"].user_agent[Level.L1].oracle_data
     events: list[Event] = []
 
     async def emit(ev: Event) -> None:
         events.append(ev)
 
-    channel = ClarificationChannel(Desk(SimulatedUser(data)), 3, emit)
+    channel = ClarificationChannel(Desk(SimulatedUser(mini_data)), 3, emit)
     async with serving(channel, task_id="mini") as server:
 
         async def post(body: Any, port: int | None = QUERY, path: str = "/", method: str = "POST"):
@@ -257,13 +255,11 @@ async def test_any_other_port_or_none_is_the_interaction(wire):
     assert server.channel.used == 3
 
 
-async def test_init_and_stats_follow_a_configured_port(fixture_catalog):
-    data = fixture_catalog.tasks["mini"].user_agent[Level.L1].oracle_data
-
+async def test_init_and_stats_follow_a_configured_port(mini_data):
     async def emit(ev: Event) -> None:
         pass
 
-    channel = ClarificationChannel(Desk(SimulatedUser(data)), 2, emit)
+    channel = ClarificationChannel(Desk(SimulatedUser(mini_data)), 2, emit)
     async with serving(channel, task_id="mini", icae_port=6000) as server:
         connector = aiohttp.UnixConnector(path=str(server.socket_path))
         async with aiohttp.ClientSession(connector=connector) as http:

@@ -12,6 +12,7 @@ from icae_tui import cli, recordings
 from icae_tui.display.replay import PacedReplay
 from icae_tui.headless import PlainPrinter, replay_headless
 from icae_tui.store import RunStore
+from tests.polling import Sleeps
 
 TASKS = Path(__file__).resolve().parent.parent / "tasks"
 RECORDING = TASKS / "semver" / "recordings" / "good-L1.jsonl"
@@ -24,15 +25,6 @@ def printed_at_once(events) -> str:
         printer(ev)
     printer.summary()
     return out.getvalue()
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(round(seconds, 6))
-        await asyncio.sleep(0)
 
 
 def replay(*args: str, home: Path) -> int:
@@ -51,7 +43,7 @@ def test_a_recording_is_printed_line_by_line_as_the_run_printed_it(tmp_path, cap
 
 def test_the_lines_come_at_the_recordings_pace():
     events = recordings.load(RECORDING)
-    out, sleep = io.StringIO(), Recorder()
+    out, sleep = io.StringIO(), Sleeps(digits=6)
     asyncio.run(replay_headless(events, speed=2.0, out=out, sleep=sleep))
     assert out.getvalue() == printed_at_once(events)
     gaps = [b.ts - a.ts for a, b in zip(events, events[1:], strict=False)]
@@ -90,7 +82,7 @@ def test_a_reader_that_goes_away_ends_the_replay():
                 raise BrokenPipeError
             return super().write(text)
 
-    sleep = Recorder()
+    sleep = Sleeps(digits=6)
     events = recordings.load(RECORDING)
     printer = asyncio.run(replay_headless(events, out=Closing(), sleep=sleep))
     assert printer.closed and len(sleep.waits) < 10  # it did not sit through the rest

@@ -9,6 +9,7 @@ import asyncio
 from icae_tui.display.replay import PacedReplay
 from icae_tui.display.view import RunView
 from icae_tui.domain.events import AgentSaid, Event, Progress
+from tests.polling import Sleeps
 
 
 def _events() -> list[Event]:
@@ -16,17 +17,8 @@ def _events() -> list[Event]:
     return [AgentSaid(run_id="r1", seq=i + 1, ts=t, text=f"line {i}") for i, t in enumerate(stamps)]
 
 
-class Recorder:
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(round(seconds, 3))
-        await asyncio.sleep(0)
-
-
 async def test_gaps_follow_the_timestamps_at_the_speed():
-    sleep = Recorder()
+    sleep = Sleeps(digits=3)
     replay = PacedReplay(_events(), speed=2.0, max_gap_s=2.0, sleep=sleep)
     got: list[Event] = []
     replay.connect(got.append)
@@ -37,7 +29,7 @@ async def test_gaps_follow_the_timestamps_at_the_speed():
 
 
 async def test_pause_step_and_seek_back_rebuild_the_view():
-    replay = PacedReplay(_events(), sleep=Recorder())
+    replay = PacedReplay(_events(), sleep=Sleeps(digits=3))
     view = RunView()
 
     def reset() -> None:

@@ -7,16 +7,10 @@ import asyncio
 import pytest
 
 from icae_tui.domain.events import QuestionAnswered, QuestionAsked, RunStarted
-from icae_tui.domain.task import Level
 from icae_tui.users.channel import ClarificationChannel
 from icae_tui.users.metrics import interaction_metrics
 from icae_tui.users.responders import Desk, SimulatedUser
 from tests.polling import eventually
-
-
-@pytest.fixture
-def mini_data(fixture_catalog):
-    return fixture_catalog.tasks["mini"].user_agent[Level.L1].oracle_data
 
 
 def _channel(desk: Desk, budget: int = 3):

@@ -233,6 +233,34 @@ def test_a_delivery_scorer_adds_its_figures_after_the_rates():
     assert w.score_line(s).endswith("FM 100.0%  flawless 100.0%  │  1/1 cases done")
 
 
+def _result(case_id, split, pattern, passed):
+    return CaseResult(
+        case_id=case_id, split=split, pattern=pattern, command="t",
+        verdict=Verdict.ACCEPTED if passed else Verdict.WRONG_ANSWER, reason="",
+        metrics={"exec": 1.0}, passed=passed,
+    )  # fmt: skip
+
+
+def test_score_overall_macro_and_gap():
+    results = [
+        _result("public/a#0", "public", "a", True),
+        _result("hidden/a#0", "hidden", "a", True),
+        _result("hidden/a#1", "hidden", "a", True),
+        _result("hidden/a#2", "hidden", "a", True),
+        _result("hidden/b#0", "hidden", "b", False),
+        _result("enhanced/e#0", "enhanced", "e", True),
+    ]
+    s = score(results, planned=6)
+    assert s.overall == 0.8  # 4 of 5 hidden+enhanced; public excluded
+    assert s.macro == round((1 + 0 + 1) / 3, 4)  # per pattern, then mean
+    assert s.by_split["public"].passed == 1
+    assert s.public_minus_hidden == 0.25
+    oracle_failed = _result("hidden/c#0", "hidden", "c", False).model_copy(
+        update={"verdict": Verdict.ORACLE_ERROR}
+    )
+    assert score([*results, oracle_failed], planned=7).overall == 0.8
+
+
 # --- what displays say ---------------------------------------------------------------------
 
 

@@ -28,10 +28,10 @@ from icae_tui.domain.events import (
 )
 from icae_tui.domain.results import CaseResult, Score, SideRun, Verdict
 from icae_tui.domain.task import Level
-from icae_tui.sandbox.effects import CHANGES_CAP, CHANGES_JSON_CAP, to_file_changes
 from icae_tui.evaluation.verdict import same_effects
 from icae_tui.report import build_report
 from icae_tui.run import Run, RunConfig
+from icae_tui.sandbox.effects import CHANGES_CAP, CHANGES_JSON_CAP, to_file_changes
 from icae_tui.users.channel import MAX_QUESTION_CHARS, budget_spent_text
 from icae_tui.users.metrics import interaction_metrics
 

@@ -1,7 +1,7 @@
 """The run view: one reducer for every display (pure, no Textual).
 
 The headless printer and the console reduce the same stored events to the same `RunView`;
-the printer prints the view's lines and nothing else.
+the printer prints the view's lines and nothing else; the operator's pauses are in the view.
 """
 
 from __future__ import annotations
@@ -14,8 +14,11 @@ from icae_tui.display.sources import ReplaySource
 from icae_tui.display.view import TRACE_KEEP, RunView
 from icae_tui.domain.events import (
     AgentOutput,
+    AgentPaused,
+    AgentResumed,
     CaseFinished,
     CasesPlanned,
+    PhaseChanged,
     QuestionAnswered,
     QuestionAsked,
     ResponderChanged,
@@ -191,3 +194,17 @@ def test_a_replay_source_commands_nothing():
     assert not source.answer(1, "x") and source.set_responder("human") is False
     view = RunView.from_events(source.events)
     assert source.now(view) == source.events[-1].ts
+
+
+def test_pause_events_in_the_view():
+    view = RunView.from_events([
+        started(), PhaseChanged(phase="generate"), AgentPaused(ts=100.0),
+    ])  # fmt: skip
+    assert view.agent_paused
+    assert [line.text for line in view.trace][-1] == "⏸ agent paused by operator"
+    assert view.status[0] == ("agent paused", "warn-strong")
+    view.apply(AgentResumed(ts=112.5, paused_s=12.5))
+    assert not view.agent_paused and view.paused_s == 12.5
+    assert view.trace[-1].text == (
+        "▶ agent resumed after 12.5s (not counted against its time limit)"
+    )

@@ -184,7 +184,7 @@ class AgentEntry:
 
 
 @dataclass(frozen=True)
-class ConfigError:
+class ConfigProblem:
     """One problem, located: `file:line: field: message` (line and field when known)."""
 
     path: Path
@@ -202,7 +202,7 @@ class ConfigError:
 @dataclass
 class AgentConfig:
     agents: dict[str, AgentEntry] = field(default_factory=dict)
-    errors: list[ConfigError] = field(default_factory=list)
+    errors: list[ConfigProblem] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)  # the files that were read
     raw: dict[str, dict[str, Any]] = field(default_factory=dict)  # valid entries, for `extends`
 
@@ -284,8 +284,11 @@ def _message(msg: str) -> str:
 
 # --- parsing entries (pure) ----------------------------------------------------------------
 
+# A problem within an entry: where (pydantic's loc, relative to the entry) and what.
+Problem = tuple[tuple[int | str, ...], str]
 
-def parse_entry(name: str, raw: Any) -> tuple[AgentSettings | None, list[tuple[tuple, str]]]:
+
+def parse_entry(name: str, raw: Any) -> tuple[AgentSettings | None, list[Problem]]:
     """Validate one `[agents.<name>]` table: the settings, or (loc within the entry, message)
     problems. `loc` is relative to the entry: () for the entry itself."""
     if not AGENT_NAME.fullmatch(name):
@@ -325,14 +328,14 @@ def parse_text(path: Path, text: str, into: AgentConfig) -> None:
     for key in data:
         if key != "agents":
             into.errors.append(
-                ConfigError(
+                ConfigProblem(
                     path, locate(lines, [key]), key, "unknown table; agents go in [agents.<name>]"
                 )
             )
     agents = data.get("agents", {})
     if not isinstance(agents, dict):
         into.errors.append(
-            ConfigError(path, locate(lines, ["agents"]), "agents", "must be a table of agents")
+            ConfigProblem(path, locate(lines, ["agents"]), "agents", "must be a table of agents")
         )
         return
     for name, raw in agents.items():
@@ -345,7 +348,7 @@ def parse_text(path: Path, text: str, into: AgentConfig) -> None:
         for loc, message in problems:
             str_loc = [str(p) for p in loc]
             into.errors.append(
-                ConfigError(
+                ConfigProblem(
                     path,
                     locate(lines, [*entry_path, *str_loc]),
                     _field_name(entry_path, loc),
@@ -360,13 +363,13 @@ def parse_text(path: Path, text: str, into: AgentConfig) -> None:
             into.raw[name] = raw
 
 
-def _toml_error(path: Path, err: tomllib.TOMLDecodeError) -> ConfigError:
+def _toml_error(path: Path, err: tomllib.TOMLDecodeError) -> ConfigProblem:
     """`file:line: invalid TOML: …`: tomllib puts the position in its message only."""
     m = re.search(r"\(at line (\d+), column \d+\)", str(err))
-    return ConfigError(path, int(m.group(1)) if m else None, None, f"invalid TOML: {err}")
+    return ConfigProblem(path, int(m.group(1)) if m else None, None, f"invalid TOML: {err}")
 
 
-def _extended(raw: Any, known: Mapping[str, dict[str, Any]]) -> tuple[Any, list[tuple[tuple, str]]]:
+def _extended(raw: Any, known: Mapping[str, dict[str, Any]]) -> tuple[Any, list[Problem]]:
     """`extends = "<entry>"`: the named entry's settings (declared before this one: in the
     defaults, the user's file or an earlier file) with this entry's on top; tables such as
     `limits` and `vars` are merged key by key."""
@@ -406,26 +409,26 @@ def load_files(paths: Sequence[Path], *, optional: Sequence[Path] = ()) -> Agent
             text = path.read_bytes().decode("utf-8")
         except FileNotFoundError:
             if path not in optional:
-                config.errors.append(ConfigError(path, None, None, "file not found"))
+                config.errors.append(ConfigProblem(path, None, None, "file not found"))
             continue
         except (OSError, UnicodeDecodeError) as err:
-            config.errors.append(ConfigError(path, None, None, f"cannot read: {err}"))
+            config.errors.append(ConfigProblem(path, None, None, f"cannot read: {err}"))
             continue
         config.files.append(path)
         parse_text(path, text, config)
     return config
 
 
-def file_error(path: Path) -> ConfigError | None:
+def file_error(path: Path) -> ConfigProblem | None:
     """Why `path` cannot be an agents file at all (missing, unreadable, not UTF-8, not TOML),
     or None. A file the operator named stops the command on this; broken entries in a valid
     file do not (`load_files` reports them and the other entries still load)."""
     try:
         tomllib.loads(path.read_bytes().decode("utf-8"))
     except OSError as err:
-        return ConfigError(path, None, None, f"cannot read: {err.strerror or err}")
+        return ConfigProblem(path, None, None, f"cannot read: {err.strerror or err}")
     except UnicodeDecodeError as err:
-        return ConfigError(path, None, None, f"cannot read: {err}")
+        return ConfigProblem(path, None, None, f"cannot read: {err}")
     except tomllib.TOMLDecodeError as err:
         return _toml_error(path, err)
     return None

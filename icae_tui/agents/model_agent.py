@@ -154,7 +154,7 @@ class ModelAgent:
                 return done
             messages.append({"role": "user", "content": text})
 
-    async def _ask_model(self, messages: list[dict[str, Any]], ctx: AgentContext) -> dict:
+    async def _ask_model(self, messages: list[dict[str, Any]], ctx: AgentContext) -> dict[str, Any]:
         """One model turn; its text goes to the trace, streamed as it comes when asked to."""
         assert ctx.model is not None
         body: dict[str, Any] = {"model": self.settings.model, "messages": messages,

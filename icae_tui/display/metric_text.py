@@ -15,7 +15,7 @@ from icae_tui.safe_text import printable
 
 Seg = tuple[str, str]  # (text, style hint), as in wording
 
-LADDER_NAMES = frozenset(LadderMetric)  # StrEnum members: `"exec" in LADDER_NAMES`
+LADDER_NAMES = frozenset(m.value for m in LadderMetric)  # the ladder metrics' names
 MISSING = "—"
 LABEL_LIMIT = 40  # characters of a label shown
 

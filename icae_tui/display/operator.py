@@ -14,11 +14,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum, StrEnum
+from typing import Literal
 
 from icae_tui.display import wording as w
 from icae_tui.display.handle import Capability, RunHandle
 from icae_tui.display.view import RunView
 from icae_tui.domain.events import QuestionAsked
+from icae_tui.domain.states import Phase, ResponderMode
 from icae_tui.safe_text import printable
 from icae_tui.users.responders import MODES
 
@@ -124,7 +126,8 @@ class Operator:
         self.crashed = ""  # the error the work raised
         self.cancelled: list[w.Seg] | None = None  # the status once a cancel is done
         self.ended_at: float | None = None  # the run's clock stops when its work crashed or stopped
-        self.requested = ""  # a responder asked of the run whose event is not in yet
+        # a responder asked of the run whose event is not in yet ("": none)
+        self.requested: ResponderMode | Literal[""] = ""
         self.sent: int | None = None  # answered by the operator, its answer event not yet in
         self.leaving = False  # leave once the work is over (a confirmed leave)
         self.pausing = False  # a pause or resume asked of the run, not answered yet
@@ -141,7 +144,7 @@ class Operator:
         return self.work is Work.CANCELLING
 
     @property
-    def mode(self) -> str:
+    def mode(self) -> ResponderMode | None:
         """Who answers: the events' word, or a switch asked of the run and not yet in."""
         return self.requested or self.view.mode
 
@@ -181,10 +184,10 @@ class Operator:
             self.work is Work.RUNNING
             and self.handle.can(Capability.PAUSE)
             and self.view.finished is None
-            and self.view.phase == "generate"
+            and self.view.phase == Phase.GENERATE
         )
 
-    def next_mode(self) -> str:
+    def next_mode(self) -> ResponderMode:
         i = MODES.index(self.mode) if self.mode in MODES else -1
         return MODES[(i + 1) % len(MODES)]
 
@@ -302,7 +305,7 @@ class Operator:
 
     # --- the responder and the answers ----------------------------------------------------
 
-    def switch(self, mode: str) -> list[Effect]:
+    def switch(self, mode: ResponderMode | str) -> list[Effect]:
         """Ask the run to switch who answers; the display follows at once."""
         if mode == self.mode:
             return []
@@ -310,10 +313,11 @@ class Operator:
             return [Notify("The responder can be switched while a run is in progress.")]
         try:
             switched = self.handle.set_responder(mode)
+            wanted = ResponderMode(mode)
         except Exception as err:  # an unknown mode, a run already gone: say so, keep going
             return [Notify(f"Could not switch to {mode}: {err}", severity=Severity.ERROR)]
-        if switched is not False and self.view.mode != mode:  # its event follows
-            self.requested = mode
+        if switched is not False and self.view.mode != wanted:  # its event follows
+            self.requested = wanted
             return [Do.REDRAW]
         return []
 

@@ -19,17 +19,20 @@ from dataclasses import dataclass
 
 from icae_tui.display.view import RunView
 from icae_tui.display.wording import Seg, clock, phase_step
+from icae_tui.domain.states import Phase, RunStatus
 
 BAR_FULL = "━"
 BAR_EMPTY = "─"
 BAR_MIN = 8  # a bar narrower than this is left out
+STARTING = "starting"  # the phase's word before the first phase is announced
 
 
 @dataclass(frozen=True)
 class RunProgress:
-    """Where a run is. `phase`: the phase, or the run's end status once it is over."""
+    """Where a run is. `phase`: the phase (None: none announced yet), or the run's end
+    status once it is over."""
 
-    phase: str
+    phase: Phase | RunStatus | None
     elapsed_s: float  # of the phase (generate: the agent's time); of the run once over
     limit_s: float | None = None  # generate: the agent's time limit
     done: int = 0  # cases
@@ -41,11 +44,11 @@ class RunProgress:
     @property
     def fraction(self) -> float | None:
         """How much of the phase is done (0…1), or None when that is not known."""
-        if self.phase == "evaluate" or (self.over and self.planned):
+        if self.phase == Phase.EVALUATE or (self.over and self.planned):
             return self.done / self.planned if self.planned else None
         if self.over:
-            return 1.0 if self.phase == "completed" else None
-        if self.phase == "generate" and self.limit_s:
+            return 1.0 if self.phase == RunStatus.COMPLETED else None
+        if self.phase == Phase.GENERATE and self.limit_s:
             return min(1.0, self.elapsed_s / self.limit_s)
         return None
 
@@ -72,17 +75,17 @@ def run_progress(view: RunView, now: float) -> RunProgress | None:
             planned=planned, over=True,
         )  # fmt: skip
     phase = view.phase
-    if phase == "generate":
+    if phase == Phase.GENERATE:
         agent_s = view.usage(now).agent_s or 0.0
         return RunProgress(phase, agent_s, limit_s=view.limits.max_seconds,
                            paused=view.agent_paused)  # fmt: skip
     since = view.phase_t0 if view.phase_t0 is not None else st.ts
     elapsed = max(0.0, now - since)
-    if phase == "evaluate":
+    if phase == Phase.EVALUATE:
         t0 = view.planned_t0 if view.planned_t0 is not None else since
         return RunProgress(phase, elapsed, done=done, planned=planned,
                            eta_s=eta(done, planned, t0, now))  # fmt: skip
-    return RunProgress(phase or "starting", elapsed)
+    return RunProgress(phase, elapsed)
 
 
 # --- how a display shows it ---------------------------------------------------------------
@@ -98,9 +101,10 @@ def bar(fraction: float | None, width: int) -> tuple[str, str]:
 
 def head_segments(p: RunProgress) -> list[Seg]:
     """What goes before the bar: the phase and its step, or the outcome."""
+    word = p.phase or STARTING
     if p.over:
-        return [(p.phase, f"status:{p.phase}")]
-    return [(p.phase, "warn-strong" if p.paused else "strong"), (phase_step(p.phase), "muted")]
+        return [(word, f"status:{word}")]
+    return [(word, "warn-strong" if p.paused else "strong"), (phase_step(p.phase), "muted")]
 
 
 def tail_segments(p: RunProgress) -> list[Seg]:
@@ -111,7 +115,7 @@ def tail_segments(p: RunProgress) -> list[Seg]:
             segs += [(f"{p.done}/{p.planned}", "strong"), (" cases · ", "muted")]
         segs += [(clock(p.elapsed_s), ""), (" in all", "muted")]
         return segs
-    if p.phase == "generate":
+    if p.phase == Phase.GENERATE:
         if p.paused:
             segs += [("agent paused", "warn-strong"), (" · ", "muted")]
         segs.append((clock(p.elapsed_s), ""))
@@ -119,7 +123,7 @@ def tail_segments(p: RunProgress) -> list[Seg]:
             segs += [(" / ", "muted"), (clock(p.limit_s), "")]
         segs.append((" agent time" + ("" if p.limit_s else " (no time limit)"), "muted"))
         return segs
-    if p.phase == "evaluate":
+    if p.phase == Phase.EVALUATE:
         if p.planned:
             segs += [(f"{p.done}/{p.planned}", "strong"), (" cases · ", "muted")]
         segs += [(clock(p.elapsed_s), ""), (" elapsed", "muted")]

@@ -108,7 +108,9 @@ def _exit_key(row: CaseRow, side: str) -> tuple[int, int] | None:
     return None if ran.exit_code is None else (0, ran.exit_code)
 
 
-SortKey = Callable[[CaseRow], object | None]
+# A row's sort value: None for a row without one (sorted last, in planned order).
+SortValue = tuple[tuple[int, int | str], ...] | tuple[int, int] | int | float | str
+SortKey = Callable[[CaseRow], SortValue | None]
 SORT_KEYS: dict[str, SortKey] = {
     "case": lambda row: natural(row.case_id),
     "pattern": lambda row: natural(row.pattern) if row.pattern else None,
@@ -133,12 +135,12 @@ def select(rows: Iterable[CaseRow], q: ResultsQuery) -> list[str]:
     if key is None:
         ordered = kept[::-1] if q.descending else kept
         return [row.case_id for row in ordered]
-    keyed = [(key(row), i, row) for i, row in enumerate(kept)]
-    known = [k for k in keyed if k[0] is not None]
+    valued = [(key(row), row) for row in kept]
+    known = [(value, row) for value, row in valued if value is not None]
     # a stable sort: ties keep the planned order, either way
-    known.sort(key=lambda k: k[0], reverse=q.descending)  # type: ignore[arg-type,return-value]
-    unknown = [k for k in keyed if k[0] is None]
-    return [row.case_id for _, _, row in [*known, *unknown]]
+    known.sort(key=lambda k: k[0], reverse=q.descending)
+    unknown = [row for value, row in valued if value is None]
+    return [row.case_id for row in [*(row for _, row in known), *unknown]]
 
 
 # --- changing a query -----------------------------------------------------------------------
@@ -171,7 +173,14 @@ def next_value(current: str | None, values: Sequence[str]) -> str | None:
 def cycle_filter(q: ResultsQuery, rows: Iterable[CaseRow], field: str) -> ResultsQuery:
     values = [value for value, _ in options(rows, field)]
     current: str | None = getattr(q, field)
-    return replace(q, **{field: next_value(current, values)})
+    value = next_value(current, values)
+    if field == "split":
+        return replace(q, split=value)
+    if field == "pattern":
+        return replace(q, pattern=value)
+    if field == "verdict":
+        return replace(q, verdict=value)
+    raise ValueError(f"no filter {field!r}; one of {', '.join(FILTERS)}")
 
 
 def next_sort(q: ResultsQuery) -> ResultsQuery:

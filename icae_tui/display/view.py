@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from typing import Final, Literal
 
 from icae_tui.display import wording as w
 from icae_tui.domain.agent import Limits
@@ -53,12 +54,20 @@ from icae_tui.domain.events import (
     ScoreUpdated,
 )
 from icae_tui.domain.results import LADDER_METRICS, CaseResult, MetricSpec, Score
-from icae_tui.domain.states import ModelRole, StopReason
+from icae_tui.domain.states import (
+    AnsweredBy,
+    ModelRole,
+    Phase,
+    ResponderMode,
+    StopReason,
+    Stream,
+)
 from icae_tui.safe_text import printable
 from icae_tui.users.metrics import InteractionMetrics, interaction_metrics
 
 MODEL_AGENT_PREFIX = "model:"  # the built-in model agent: one model call a step
-STREAMED = "said"  # the pseudo-stream of the agent's streamed text, completed like output
+STREAMED: Final = "said"  # the pseudo-stream of the agent's streamed text, completed like output
+Source = Stream | Literal["said"]  # where a piece of output came from
 TRACE_KEEP = 50_000  # trace lines kept; a display that fell further behind skips the rest
 
 
@@ -125,9 +134,10 @@ class CaseRow:
 class RunView:
     # the run's header facts (RunStarted), phase, responder and outcome
     started: RunStarted | None = None
-    phase: str = ""
+    phase: Phase | None = None
     phase_detail: str = ""
-    mode: str = ""  # who answers, per the events (RunStarted, then ResponderChanged)
+    # who answers, per the events (RunStarted, then ResponderChanged)
+    mode: ResponderMode | None = None
     finished: RunFinished | None = None
     last_ts: float | None = None  # of the latest event: a stored run's clock stops there
     # the log
@@ -166,7 +176,7 @@ class RunView:
     score_rev: int = 0
     status_rev: int = 0
     # what the reducer remembers between events
-    _partial: dict[str, str] = field(default_factory=dict)
+    _partial: dict[Source, str] = field(default_factory=dict)
     _metric_events: list[Event] = field(default_factory=list)
     _drafted: set[int] = field(default_factory=set)
     _refused_at: int | None = None
@@ -308,14 +318,14 @@ class RunView:
                 self._redirect(ev.mode)
                 self._line("switch", w.switch_line(ev))
                 self._turn(Turn("switch", tuple(w.switch_head(ev))))
-                if ev.mode == "assisted" and self.pending is not None:
+                if ev.mode == ResponderMode.ASSISTED and self.pending is not None:
                     self._draft(self.pending)  # the operator now gets the draft
             case AgentSubmitted():
                 self._line("submitted", ev.message, prefix=w.SUBMITTED_PREFIX)
             case BuildChecked():
                 self._line("build", w.build_line(ev), style="good" if ev.ok else "error")
                 if not ev.ok:
-                    for stream, body in (("stdout", ev.stdout), ("stderr", ev.stderr)):
+                    for stream, body in ((Stream.STDOUT, ev.stdout), (Stream.STDERR, ev.stderr)):
                         if body:
                             self._output(stream, body)
                     self._end_output()
@@ -355,11 +365,11 @@ class RunView:
         self._turn(
             Turn("question", tuple(w.question_head(ev)), ev.text, question_id=ev.question_id)
         )
-        if ev.mode in w.OPERATOR_MODES and ev.remaining_before > 0:
+        if ev.mode in w.OPERATOR_ANSWERS and ev.remaining_before > 0:
             self.pending = ev
             self._pending_at = len(self.turns) - 1
             self.head_rev += 1
-            if ev.mode == "assisted":
+            if ev.mode == AnsweredBy.ASSISTED:
                 self._draft(ev)
 
     def _draft(self, ev: QuestionAsked) -> None:
@@ -379,7 +389,7 @@ class RunView:
             self._pending_at = None
             self.head_rev += 1
 
-    def _redirect(self, mode: str) -> None:
+    def _redirect(self, mode: ResponderMode) -> None:
         """The waiting question now waits for `mode`: its entry says so (it named the
         responder it was asked for)."""
         at, q = self._pending_at, self.pending
@@ -414,11 +424,11 @@ class RunView:
         self.status_rev += 1
 
     def _agent_clock(self, ev: PhaseChanged) -> None:
-        if ev.phase == "generate" and self.agent_t0 is None:
+        if ev.phase == Phase.GENERATE and self.agent_t0 is None:
             self.agent_t0 = ev.ts
-        elif ev.phase != "generate" and self.agent_t0 is not None and self.agent_t1 is None:
+        elif ev.phase != Phase.GENERATE and self.agent_t0 is not None and self.agent_t1 is None:
             self.agent_t1 = ev.ts  # the generate phase is over, whatever the agent said
-        if ev.phase != "generate":
+        if ev.phase != Phase.GENERATE:
             self._end_pause(ev.ts)  # the run lets a paused agent go when its phase ends
 
     def _paused(self, ev: AgentPaused | AgentResumed) -> None:
@@ -478,7 +488,7 @@ class RunView:
         for part in text.replace("\r\n", "\n").split("\n"):
             self._push(TraceLine(kind, head + printable(part, limit=w.LINE_LIMIT), style))
 
-    def _output(self, stream: str, chunk: str) -> None:
+    def _output(self, stream: Source, chunk: str) -> None:
         """A chunk of a command's output (or of the agent's streamed text); lines are
         completed across chunks."""
         data = self._partial.pop(stream, "") + chunk.replace("\r\n", "\n")
@@ -491,12 +501,12 @@ class RunView:
         if rest:
             self._partial[stream] = rest
 
-    def _partial_line(self, stream: str, text: str) -> None:
+    def _partial_line(self, stream: Source, text: str) -> None:
         if stream == STREAMED:
             self._push(TraceLine("said", w.SAID_PREFIX + printable(text, limit=w.LINE_LIMIT)))
             return
         prefix = w.OUTPUT_PREFIX.get(stream, "  ")
-        style = "warn" if stream == "stderr" else ""
+        style = "warn" if stream == Stream.STDERR else ""
         self._push(TraceLine("output", prefix + printable(text, limit=w.LINE_LIMIT), style))
 
     def _end_output(self) -> None:

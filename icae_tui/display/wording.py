@@ -34,14 +34,16 @@ from icae_tui.domain.events import (
     RunStarted,
 )
 from icae_tui.domain.results import CaseResult, LadderMetric, MetricSpec, Score, Verdict
-from icae_tui.domain.states import ModelRole
+from icae_tui.domain.states import AnsweredBy, ModelRole, Phase, ResponderMode, RunStatus, Stream
 from icae_tui.safe_text import printable
 from icae_tui.users.metrics import InteractionMetrics
 
 Seg = tuple[str, str]  # (text, style hint)
 
-PHASES = ("prepare", "generate", "freeze", "build", "evaluate", "score")
-OPERATOR_MODES = ("human", "assisted")  # the modes in which a question waits for the operator
+PHASES = tuple(Phase)
+# the modes in which a question waits for the operator, and the answers given in them
+OPERATOR_MODES = (ResponderMode.HUMAN, ResponderMode.ASSISTED)
+OPERATOR_ANSWERS = (AnsweredBy.HUMAN, AnsweredBy.ASSISTED)
 LINE_LIMIT = 4000  # characters of one trace line; the rest becomes a visible "[+N chars]"
 TEXT_LIMIT = 4000  # of a question, an answer or a sample in the clarifications
 DRAFT_LIMIT = 1500  # of the simulated user's draft in the clarifications
@@ -50,7 +52,7 @@ ERROR_LIMIT = 500  # of a run's error in the status line
 
 # --- trace prefixes (a multi-line text gets its prefix on every line) ---------------------
 
-OUTPUT_PREFIX = {"stdout": "  out│ ", "stderr": "  err│ "}
+OUTPUT_PREFIX = {Stream.STDOUT: "  out│ ", Stream.STDERR: "  err│ "}
 PROGRESS_PREFIX = "   · "
 SAID_PREFIX = "agent › "
 THOUGHT_PREFIX = "agent ∴ "
@@ -87,8 +89,8 @@ def clock(elapsed_s: float) -> str:
     return f"{elapsed // 60:02d}:{elapsed % 60:02d}"
 
 
-def phase_step(phase: str) -> str:
-    """The step of a known phase, as " 2/6"; "" for any other."""
+def phase_step(phase: Phase | RunStatus | None) -> str:
+    """The step of a phase, as " 2/6"; "" for anything else (an end status, no phase)."""
     return f" {PHASES.index(phase) + 1}/{len(PHASES)}" if phase in PHASES else ""
 
 
@@ -127,14 +129,14 @@ def answer_source(ev: QuestionAnswered) -> str:
         return printable(", ".join(ev.record_ids))
     if ev.fallback:
         return "fallback"
-    return "typed" if ev.responder in OPERATOR_MODES else "—"
+    return "typed" if ev.responder in OPERATOR_ANSWERS else "—"
 
 
 def answered_by(ev: QuestionAnswered) -> str:
     """Who answered: simulated, model (name), human, assisted (edited), budget."""
-    if ev.responder == "model" and ev.model:
+    if ev.responder == AnsweredBy.MODEL and ev.model:
         return printable(f"model {ev.model}")
-    if ev.responder == "assisted" and ev.edited:
+    if ev.responder == AnsweredBy.ASSISTED and ev.edited:
         return "assisted (edited)"
     return printable(ev.responder)
 
@@ -570,16 +572,16 @@ def metrics_segments(m: InteractionMetrics, *, has_records: bool = True) -> list
 # --- clarification turns (a head of segments; the body is the untrusted text) --------------
 
 
-def question_head(ev: QuestionAsked, mode: str | None = None) -> list[Seg]:
+def question_head(ev: QuestionAsked, mode: ResponderMode | None = None) -> list[Seg]:
     """`Q1  agent · 3 left · for human`; `mode`: who it waits for now, when the responder
     was switched while it waited (it names the responder it went to)."""
-    mode = ev.mode if mode is None else mode
+    now = ev.mode if mode is None else AnsweredBy(mode)
     segs: list[Seg] = [
         (f"Q{ev.question_id}", "question"),
         (printable(f"  {ev.via} · {ev.remaining_before} left"), "muted"),
     ]
-    if mode in OPERATOR_MODES or mode != ev.mode:
-        segs += [(" · for ", "muted"), (printable(mode), f"mode:{mode}")]
+    if now in OPERATOR_ANSWERS or now != ev.mode:
+        segs += [(" · for ", "muted"), (printable(now), f"mode:{now}")]
     return segs
 
 
@@ -624,7 +626,9 @@ def switch_head(ev: ResponderChanged) -> list[Seg]:
     return segs
 
 
-def clarifications_title(asked: int, budget: int | None, mode: str, summary: str = "") -> str:
+def clarifications_title(
+    asked: int, budget: int | None, mode: ResponderMode | None, summary: str = ""
+) -> str:
     if summary:
         return f"Clarifications · {summary}"
     of = f"/{budget}" if budget is not None else ""
@@ -644,12 +648,12 @@ def responders_label(first: str, switched_to: list[str]) -> str:
 # --- status -----------------------------------------------------------------------------
 
 CANCEL_TARGETS = {
-    "prepare": "image builds",
-    "generate": "agent",
-    "freeze": "freeze",
-    "build": "build gate",
-    "evaluate": "cases",
-    "score": "scoring",
+    Phase.PREPARE: "image builds",
+    Phase.GENERATE: "agent",
+    Phase.FREEZE: "freeze",
+    Phase.BUILD: "build gate",
+    Phase.EVALUATE: "cases",
+    Phase.SCORE: "scoring",
 }
 
 
@@ -679,7 +683,7 @@ def ended_notice(ev: RunFinished, score: Score | None = None) -> tuple[str, str]
     the latest measured, when the run ended without one."""
     score = ev.score if ev.score is not None else score
     parts: list[str] = []
-    if ev.status == "completed" and score is not None:
+    if ev.status == RunStatus.COMPLETED and score is not None:
         overall = pct(score.overall) if score.measured else UNKNOWN
         parts.append(f"overall {overall}")
     elif ev.error:
@@ -691,11 +695,11 @@ def ended_notice(ev: RunFinished, score: Score | None = None) -> tuple[str, str]
     return f"Run {ev.status}", " · ".join(parts) or f"run {ev.status}"
 
 
-def cancelling_status(phase: str, *, stopped: bool = False) -> list[Seg]:
+def cancelling_status(phase: Phase | None, *, stopped: bool = False) -> list[Seg]:
     """While a cancel is under way: what is being stopped, then the cleanup."""
     if stopped:
         return [("cancelling: run stopped, removing containers…", "warn-strong")]
-    target = CANCEL_TARGETS.get(phase, "run")
+    target = CANCEL_TARGETS.get(phase, "run") if phase is not None else "run"
     return [(f"cancelling: stopping the {target}, removing containers…", "warn-strong")]
 
 

@@ -12,6 +12,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from icae_tui.domain.states import StopReason
+from icae_tui.errors import IcaeError
 
 PositiveInt = Annotated[int, Field(strict=True, gt=0)]
 PositiveFloat = Annotated[float, Field(strict=True, gt=0)]
@@ -101,7 +102,7 @@ class CommandResult:
         return (self.stdout + self.stderr).decode("utf-8", errors="replace")
 
 
-class AgentStop(Exception):
+class AgentStop(IcaeError):
     """The agent stopped before submitting; the run records why and judges what is there."""
 
     def __init__(self, reason: StopReason, detail: str) -> None:

@@ -36,14 +36,20 @@ class Verdict(StrEnum):
         return self not in (Verdict.ORACLE_ERROR, Verdict.ORACLE_NONDETERMINISTIC)
 
 
+ChangeKind = Literal["added", "modified", "deleted"]
+EntryType = Literal["file", "dir", "link", "other"]
+# The box a side ran in: new, serving again after a reset, or one seen without a host view
+BoxState = Literal["fresh", "reused", "fallback"]
+
+
 class FileChange(BaseModel):
     """One path that a case changed, relative to the case's work directory."""
 
     model_config = ConfigDict(frozen=True)
 
     path: str
-    change: Literal["added", "modified", "deleted"]
-    type: Literal["file", "dir", "link", "other"] = "file"
+    change: ChangeKind
+    type: EntryType = "file"
     sha256: str = ""
     size: int = 0
     target: str = ""
@@ -72,7 +78,7 @@ class SideRun(BaseModel):
     changes: list[FileChange] = Field(default_factory=list)  # at most sidefx.CHANGES_CAP kept
     changes_total: int = 0  # every effective change found, kept or not
     changes_sha256: str = ""  # sidefx.changes_digest of all of them: compared past the cap
-    state: Literal["fresh", "reused", "fallback"] = "fresh"
+    state: BoxState = "fresh"
 
     @model_validator(mode="after")
     def _count_kept(self) -> SideRun:
@@ -195,7 +201,7 @@ class CaseResult(BaseModel):
         return self.metrics.get(LadderMetric.FM_SCORE, 0.0)
 
 
-SCORED_SPLITS = ("hidden", "enhanced")  # what overall, macro and the rates are over (ICAE)
+SCORED_SPLITS = (Split.HIDDEN, Split.ENHANCED)  # what overall, macro and the rates are over (ICAE)
 
 
 class SplitScore(BaseModel):
@@ -216,7 +222,7 @@ class Score(BaseModel):
     planned: int = 0
     overall: float = 0.0
     macro: float = 0.0
-    by_split: dict[str, SplitScore] = Field(default_factory=dict)
+    by_split: dict[Split, SplitScore] = Field(default_factory=dict)
     # the aggregated metrics (the case scorers' PASS and SCORE ones, then the delivery
     # scorers' figures) in display order, and each one's rate or mean by name: over the
     # counted hidden and enhanced cases, a case without the metric counting as 0

@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 
 from icae_tui.domain.results import CaseResult
@@ -193,7 +193,7 @@ class Evaluator:
             log.debug("the failure in full", exc_info=err)
             return SideFault(err)
 
-    async def run_cases(self, refs: list[CaseRef]) -> AsyncIterator[CaseResult]:
+    async def run_cases(self, refs: list[CaseRef]) -> AsyncGenerator[CaseResult]:
         """Yield each case's result as soon as it completes."""
         gate = asyncio.Semaphore(self.concurrency)
 

@@ -13,7 +13,7 @@ import asyncio
 
 from icae_tui.domain.events import BuildChecked
 from icae_tui.domain.task import Task
-from icae_tui.errors import BoxError, InfraError
+from icae_tui.errors import BoxError, IcaeError, InfraError
 from icae_tui.evaluation.differential import case_limits, raise_if_engine_lost
 from icae_tui.gateway import ModelGateway, model_proxy_script
 from icae_tui.sandbox.base import Box, BoxSpec, ExecResult, Role, Sandbox, wrapper_script
@@ -32,7 +32,7 @@ def delivery_image_name(task: Task, run_id: str) -> str:
     return f"icae-delivery-{task.id}:{run_id}"
 
 
-class DeliveryMissing(Exception):  # handled by the run: never leaves it
+class DeliveryMissing(IcaeError):  # handled by the run: never leaves it
     """What the agent built cannot be frozen (its box died and will not start again): the
     delivery is judged missing — every case a build error — and the run goes on."""
 

@@ -24,7 +24,7 @@ from icae_tui.domain.results import (
     Score,
     SplitScore,
 )
-from icae_tui.domain.task import CaseRef, Task
+from icae_tui.domain.task import CaseRef, Split, Task
 from icae_tui.evaluation.verdict import Attempt, decide
 
 LADDER_NAME = "ladder"
@@ -86,14 +86,14 @@ class LadderAggregate:
     def summary(self, results: Sequence[CaseResult], *, planned: int, build_ok: bool) -> Score:
         """The delivery's score: what the verdicts come to, and the rates."""
         counted = [r for r in results if r.verdict.counted]
-        by_split: dict[str, SplitScore] = {}
-        for split in ("public", *SCORED_SPLITS):
+        by_split: dict[Split, SplitScore] = {}
+        for split in (Split.PUBLIC, *SCORED_SPLITS):
             rs = [r for r in counted if r.split == split]
             by_split[split] = SplitScore(
                 total=len(rs), passed=sum(r.passed for r in rs), macro=round(_macro(rs), 4)
             )
         ours = scored(results)
-        public, hidden = by_split["public"], by_split["hidden"]
+        public, hidden = by_split[Split.PUBLIC], by_split[Split.HIDDEN]
         gap = None
         if public.total and hidden.total:
             gap = round(public.rate - hidden.rate, 4)

@@ -28,11 +28,12 @@ from typing import Protocol, runtime_checkable
 
 from icae_tui.domain.results import CaseResult, MetricKind, MetricSpec
 from icae_tui.domain.task import CaseRef, Task
+from icae_tui.errors import IcaeError
 from icae_tui.evaluation.ladder import LADDER, LadderAggregate
 from icae_tui.evaluation.verdict import Attempt
 
 
-class ScorerError(ValueError):
+class ScorerError(IcaeError, ValueError):
     """A scorer broke its declaration: a clashing name, an undeclared metric, a bad value."""
 
 

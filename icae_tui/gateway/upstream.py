@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 import aiohttp
 
-from icae_tui.errors import ConfigError
+from icae_tui.errors import ConfigError, IcaeError, InfraError
 from icae_tui.gateway.models import (
     API_NAMES,
     CONVERSATION_KEYS,
@@ -29,11 +29,11 @@ API_PATHS = {
 ANTHROPIC_VERSION = "2023-06-01"
 
 
-class UpstreamUnreachable(Exception):
+class UpstreamUnreachable(InfraError):
     """No HTTP answer at all (refused, reset, timed out): retried as an infra failure."""
 
 
-class ReplayDivergence(Exception):
+class ReplayDivergence(IcaeError):
     """The request does not match the recording at this position."""
 
     def __init__(self, index: int, message: str) -> None:

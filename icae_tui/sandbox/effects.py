@@ -21,9 +21,10 @@ import hashlib
 import re
 from collections.abc import Iterable
 
-from icae_tui.domain.results import FileChange
+from icae_tui.domain.results import ChangeKind, EntryType, FileChange
 
 Entry = tuple[str, int, int, str, str]  # type, mode, size, sha256, link target
+Change = tuple[ChangeKind, Entry]  # what happened to a path, and its entry after
 
 DEFAULT_IGNORE = ("*/__pycache__", "*/__pycache__/*", "*.pyc")
 # Changes kept per side and case. A delivery that creates files until its timeout finds
@@ -34,6 +35,9 @@ CHANGES_CAP = 200
 # Bytes of JSON of the kept entries: long paths (deep trees have no length limit) fill it
 # before CHANGES_CAP does.
 CHANGES_JSON_CAP = 64 * 1024
+
+
+_ENTRY_TYPES: dict[str, EntryType] = {"file": "file", "dir": "dir", "link": "link"}
 
 
 def _ignored(path: str, ignore: Iterable[str], noise: frozenset[str]) -> bool:
@@ -95,7 +99,7 @@ def text_form(name: str) -> str:
 
 
 def to_file_changes(
-    diff: dict[str, tuple[str, Entry]],
+    diff: dict[str, Change],
     *,
     workdir: str,
     ignore: Iterable[str] = (),
@@ -106,7 +110,7 @@ def to_file_changes(
     CHANGES_JSON_CAP bytes of them are kept, `total` and `sha256` cover them all. `noise`:
     paths the engine itself writes (its backend knows them)."""
     globs = (*DEFAULT_IGNORE, *ignore)
-    rows: list[tuple[str, str, str, str, str, int]] = []  # the effect key, then the size
+    rows: list[tuple[str, ChangeKind, EntryType, str, str, int]] = []  # the effect key, size
     for path, (kind, (etype, _mode, size, digest, target)) in diff.items():
         if _ignored(path, globs, noise) or path == workdir.rstrip("/"):
             continue
@@ -114,7 +118,7 @@ def to_file_changes(
         rows.append((
             text_form(_display_path(path, workdir)),
             kind,
-            etype if etype in ("file", "dir", "link") else "other",
+            _ENTRY_TYPES.get(etype, "other"),
             "" if deleted or etype == "dir" else digest,
             "" if deleted else text_form(target),
             0 if deleted else size,
@@ -124,8 +128,9 @@ def to_file_changes(
     kept: list[FileChange] = []
     room = CHANGES_JSON_CAP
     for path, kind, etype, digest, target, size in rows[:CHANGES_CAP]:
-        change = FileChange(path=path, change=kind, type=etype, sha256=digest, size=size,  # type: ignore[arg-type]
-                            target=target)  # fmt: skip
+        change = FileChange(
+            path=path, change=kind, type=etype, sha256=digest, size=size, target=target
+        )
         room -= len(change.model_dump_json().encode())
         if room < 0:
             break

@@ -55,7 +55,7 @@ from icae_tui.sandbox.base import (
     wrapper_script,
 )
 from icae_tui.sandbox.capture import DEFAULT_ENV, Capture, exec_result
-from icae_tui.sandbox.effects import Entry, FileChanges, to_file_changes
+from icae_tui.sandbox.effects import Change, Entry, FileChanges, to_file_changes
 
 HOST_LAYER = "/"  # the bottom of every image: the host's root, read-only through the overlay
 READ_CHUNK = 64 * 1024
@@ -386,8 +386,10 @@ class ProcessSandbox:
         script = (
             f"mount -t overlay overlay -o lowerdir={lower},upperdir={folder / 'upper'},"
             f"workdir={folder / 'work'} {root} && mount --rbind /dev {root}/dev && "
-            f"mount -t proc proc {root}/proc{binds} && echo ready && "
-            f"exec chroot {root} sleep infinity"
+            f"mount -t proc proc {root}/proc{binds} && "
+            # `ready` from inside the new root: once it is read, the keepalive's root (what
+            # each command's nsenter -r takes) is the box's, never the host's
+            f"exec chroot {root} /bin/sh -c 'echo ready && exec sleep infinity'"
         )
         keepalive = await asyncio.create_subprocess_exec(
             "unshare", "-m", "--propagation", "private", "--fork", "sh", "-c", script,
@@ -477,8 +479,8 @@ def _walk(upper: Path) -> dict[str, Entry]:
     return out
 
 
-def _diff(before: dict[str, Entry], after: dict[str, Entry]) -> dict[str, tuple[str, Entry]]:
-    out: dict[str, tuple[str, Entry]] = {}
+def _diff(before: dict[str, Entry], after: dict[str, Entry]) -> dict[str, Change]:
+    out: dict[str, Change] = {}
     for path in sorted(before.keys() | after.keys()):
         old, new = before.get(path), after.get(path)
         if old == new:

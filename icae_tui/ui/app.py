@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import gc
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, ClassVar
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
 from icae_tui.catalog import Catalog
@@ -34,7 +36,9 @@ class IcaeApp(PresentingApp):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses elsewhere work too
     TITLE = "icae"
     SUB_TITLE = "interactive coding-agent evaluation"
-    BINDINGS = keyed("app", [Binding("ctrl+q", "quit", "Quit", priority=True)])
+    BINDINGS: ClassVar[list[BindingType]] = keyed(
+        "app", [Binding("ctrl+q", "quit", "Quit", priority=True)]
+    )
 
     def __init__(
         self,
@@ -43,18 +47,29 @@ class IcaeApp(PresentingApp):
         store: RunStore,
         pace_s: float | None = None,
         agent_files: Sequence[Path] = (),
+        on_start: Callable[[IcaeApp], object] | None = None,
+        engine: str | None = None,
     ) -> None:
         """`agent_files`: agents TOML files given with `icae --agents` (after the defaults
-        and the user's file), offered in run setup and carried to each run."""
+        and the user's file), offered in run setup and carried to each run. `on_start`:
+        called with the app once it is mounted (`icae replay` opens its replay so; leaving
+        the replay then shows the console's first screen). `engine`: where its runs go
+        (`icae --engine`; None: RunConfig's default)."""
         super().__init__()
+        self.on_start = on_start
         self.catalog = catalog
         self.store = store
         self.pace_s = pace_s
         self.agent_files = tuple(agent_files)
+        self.engine = engine
         self.kept = KeptDeliveries(self)  # the deliveries the console's runs keep
 
     def get_default_screen(self) -> TaskListScreen:
         return TaskListScreen(self.catalog)
+
+    def on_mount(self) -> None:
+        if self.on_start is not None:
+            self.on_start(self)
 
     def on_ready(self) -> None:
         # What is loaded by now (catalog, widgets, CSS) lives as long as the app: kept out of
@@ -74,6 +89,8 @@ class IcaeApp(PresentingApp):
     def start_run(self, config: RunConfig) -> RunScreen:
         """The run keeps its delivery for the case detail (re-run, shells) until its screen
         goes or the app quits (`ui/kept.py`)."""
+        if self.engine is not None:
+            config = dataclasses.replace(config, engine=self.engine)
         screen = RunScreen(console_source(config, self.store), artifacts=self.store.artifacts_dir)
         self.push_screen(screen)
         self.kept.track(screen, screen.handle)
@@ -90,7 +107,7 @@ class IcaeApp(PresentingApp):
 
     # --- quitting -----------------------------------------------------------------------
 
-    def running_runs(self) -> list[Worker]:
+    def running_runs(self) -> list[Worker[Any]]:
         return [
             w
             for w in self.workers
@@ -105,7 +122,7 @@ class IcaeApp(PresentingApp):
             for worker in running:
                 worker.cancel()
 
-            async def settle(worker: Worker) -> None:
+            async def settle(worker: Worker[Any]) -> None:
                 with contextlib.suppress(WorkerCancelled, WorkerFailed):
                     await worker.wait()
 

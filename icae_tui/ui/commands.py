@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 from textual.actions import ActionError, parse
 from textual.app import App, SystemCommand
@@ -45,7 +46,7 @@ def describe(binding: Binding) -> str:
     return name.replace("_", " ").capitalize()
 
 
-def key_rows(screen: Screen[object]) -> list[KeyRow]:
+def key_rows(screen: Screen[Any]) -> list[KeyRow]:
     """The bindings active on `screen`, one row per action (its keys together): the screen's
     and its widgets' first, then the app's. A widget's binding is listed when it is one of the
     console's (it has an action id) or shown in the footer; Textual's cursor keys are not."""
@@ -76,7 +77,7 @@ def key_rows(screen: Screen[object]) -> list[KeyRow]:
     return sorted(rows.values(), key=lambda r: r.everywhere)  # stable: chain order kept
 
 
-def action_commands(app: App[object], screen: Screen[object]) -> Iterator[SystemCommand]:
+def action_commands(app: App[Any], screen: Screen[Any]) -> Iterator[SystemCommand]:
     """A palette command for each action `screen` can run now (the palette itself aside).
     Actions of one description (the task list's q and the app's ctrl+q, both Quit) are one
     command, with all their keys."""

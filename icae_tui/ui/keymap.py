@@ -71,12 +71,12 @@ def action_id(scope: str, action: str) -> str:
     return ".".join([scope, name, *(slug(a) for a in args)])
 
 
-def keyed(scope: str, bindings: Iterable[BindingType]) -> list[Binding]:
+def keyed(scope: str, bindings: Iterable[BindingType]) -> list[BindingType]:
     """`bindings` (a class's BINDINGS) with an id each, remembered for the keymap. A binding
     that has an id keeps it. Bindings of one action share its id, except a priority binding
     beside a plain one of the same action: it gets the key too (`run.cycle.human.ctrl_t`), so
     remapping the plain one never makes a key that is typed into a text box a priority key."""
-    out: list[Binding] = []
+    out: list[BindingType] = []
     priority_of: dict[str, bool] = {}
     for binding in Binding.make_bindings(bindings):
         binding_id = binding.id

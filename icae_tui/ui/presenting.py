@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import partial
+from typing import Any, ClassVar
 
 from textual.app import App, SystemCommand
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from icae_tui.ui.commands import action_commands, key_rows
@@ -35,7 +36,7 @@ from icae_tui.ui.theme import (
 
 class PresentingApp(App[None]):
     ENABLE_COMMAND_PALETTE = True
-    BINDINGS = keyed(
+    BINDINGS: ClassVar[list[BindingType]] = keyed(
         "app",
         [
             Binding("ctrl+p", "command_palette", "Commands", show=False, priority=True),
@@ -83,7 +84,9 @@ class PresentingApp(App[None]):
         self.problems += found
         self.set_keymap(keymap)
         if palette_keys := keymap.get("app.command_palette"):
-            self.COMMAND_PALETTE_BINDING = palette_keys.split(",")[0]  # the footer shows it
+            # The footer shows it. Textual declares it a ClassVar but reads it from the app:
+            # set on this app, as its keymap is, not on the class (every app would get it).
+            self.COMMAND_PALETTE_BINDING = palette_keys.split(",")[0]  # type: ignore[misc]
 
     def on_mount(self) -> None:
         self.remembering = True
@@ -123,7 +126,7 @@ class PresentingApp(App[None]):
         else:
             self.push_screen(HelpScreen(self.screen))
 
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """The palette: every action `screen` can run now (its keys', the app's), a command
         per theme, Textual's screenshot and maximize."""
         for command in super().get_system_commands(screen):

@@ -11,6 +11,10 @@ from __future__ import annotations
 import shlex
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from textual_serve.server import Server
 
 DEFAULT_PORT = 8000
 
@@ -20,7 +24,9 @@ def console_command(console_args: Sequence[str]) -> str:
     return shlex.join([sys.executable, "-m", "icae_tui", *console_args])
 
 
-def make_server(console_args: Sequence[str], *, host: str, port: int, public_url: str | None):
+def make_server(
+    console_args: Sequence[str], *, host: str, port: int, public_url: str | None
+) -> Server:
     from textual_serve.server import Server
 
     return Server(

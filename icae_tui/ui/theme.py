@@ -19,18 +19,20 @@ and may replace a bundled one by its name. A file's fields:
     yellow = "#8A5A00"          # green, red, yellow …) look: black, red, green, yellow,
                                 # blue, magenta, cyan, white and their bright_ variants
 
-A file that is wrong is reported by name and field and skipped; the others load.
+The fields are `ThemeSpec`'s (a pydantic model: no other field, each value checked). A file
+that is wrong is reported by name and field and skipped; the others load.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated
 
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, ValidationError
 from rich.terminal_theme import TerminalTheme
 from textual.color import Color, ColorParseError
 from textual.css.constants import VALID_STYLE_FLAGS
@@ -56,21 +58,6 @@ FALLBACK_THEME = Theme(
     dark=True,
 )
 
-COLOURS = (
-    "primary",
-    "secondary",
-    "accent",
-    "foreground",
-    "background",
-    "surface",
-    "panel",
-    "boost",
-    "success",
-    "warning",
-    "error",
-)
-NUMBERS = ("luminosity_spread", "text_alpha")
-FIELDS = frozenset({"name", "dark", "variables", "ansi", *COLOURS, *NUMBERS})
 ANSI_NAMES = ("black", "red", "green", "yellow", "blue", "magenta", "cyan", "white")
 ANSI_INDEX = {name: i for i, name in enumerate(ANSI_NAMES)} | {
     f"bright_{name}": i + 8 for i, name in enumerate(ANSI_NAMES)
@@ -134,74 +121,151 @@ class ThemeFile:
         return TerminalTheme(base.background_color, base.foreground_color, palette[:8], palette[8:])
 
 
+def _colour(value: object) -> str:
+    if isinstance(value, str) and is_colour(value):
+        return value
+    raise ValueError(f"not a colour: {value!r}")
+
+
+def _name(value: object) -> str:
+    if isinstance(value, str) and NAME.fullmatch(value):
+        return value
+    raise ValueError(f"not a theme name (letters, digits, - and _): {value!r}")
+
+
+def _bool(value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise ValueError(f"not true or false: {value!r}")
+
+
+def _fraction(value: object) -> float:
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1:
+        return float(value)
+    raise ValueError(f"not a number from 0 to 1: {value!r}")
+
+
+def _css_value(value: object) -> str:
+    if isinstance(value, str) and is_css_value(value):
+        return value
+    raise ValueError(f"not a colour or text style: {value!r}")
+
+
+def _css_name(key: str) -> str:
+    if re.fullmatch(r"[a-z][a-z0-9-]*", key):
+        return key
+    raise ValueError("not a CSS variable name (lower case, digits, -)")
+
+
+def _ansi_name(key: str) -> str:
+    if key in ANSI_INDEX:
+        return key
+    raise ValueError(f"not a named colour (known: {', '.join(ANSI_INDEX)})")
+
+
+def _table(what: str) -> Callable[[object], object]:
+    def check(value: object) -> object:
+        if isinstance(value, dict):
+            return value
+        raise ValueError(f"not a table of {what}")
+
+    return check
+
+
+Colour = Annotated[str, BeforeValidator(_colour)]
+Fraction = Annotated[float, BeforeValidator(_fraction)]
+
+
+class ThemeSpec(BaseModel):
+    """A theme file's fields, each checked (see the module's note): a field that is not one
+    of these, or a value that is not what its field holds, is a problem naming the field."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Annotated[str, BeforeValidator(_name)]
+    dark: Annotated[bool, BeforeValidator(_bool)] = True
+    primary: Colour
+    secondary: Colour | None = None
+    accent: Colour | None = None
+    foreground: Colour | None = None
+    background: Colour | None = None
+    surface: Colour | None = None
+    panel: Colour | None = None
+    boost: Colour | None = None
+    success: Colour | None = None
+    warning: Colour | None = None
+    error: Colour | None = None
+    luminosity_spread: Fraction = 0.15  # Textual's defaults
+    text_alpha: Fraction = 0.95
+    variables: Annotated[
+        dict[
+            Annotated[str, AfterValidator(_css_name)], Annotated[str, BeforeValidator(_css_value)]
+        ],
+        BeforeValidator(_table("CSS variables")),
+    ] = {}
+    ansi: Annotated[
+        dict[Annotated[str, AfterValidator(_ansi_name)], Colour],
+        BeforeValidator(_table("named colours")),
+    ] = {}
+
+    def theme(self) -> Theme:
+        return Theme(
+            name=self.name, dark=self.dark, primary=self.primary, secondary=self.secondary,
+            accent=self.accent, foreground=self.foreground, background=self.background,
+            surface=self.surface, panel=self.panel, boost=self.boost, success=self.success,
+            warning=self.warning, error=self.error, luminosity_spread=self.luminosity_spread,
+            text_alpha=self.text_alpha, variables=dict(self.variables),
+        )  # fmt: skip
+
+    def ansi_colours(self) -> dict[int, tuple[int, int, int]]:
+        """The named colours it changes: index 0-15 of the ANSI palette → RGB."""
+        return {ANSI_INDEX[key]: Color.parse(value).rgb for key, value in self.ansi.items()}
+
+
+FIELDS = tuple(ThemeSpec.model_fields)
+# One problem is said per entry of a table: of a variable, its value's before its name's; of
+# a named colour, its name's before its colour's.
+_KEY_FIRST = {"variables": False, "ansi": True}
+
+
+def _problems(path: Path, err: ValidationError) -> list[Problem]:
+    """One problem per field (per entry of a table), in the order of the fields; unknown
+    fields first."""
+    found: dict[str, tuple[tuple[int, int, str], str]] = {}
+    for e in err.errors():
+        loc = [str(part) for part in e["loc"]]
+        top = loc[0] if loc else ""
+        field = ".".join(loc[:2]) if top in _KEY_FIRST and len(loc) > 1 else top
+        if e["type"] == "extra_forbidden":
+            rank, message = (0, 0, top), f"unknown field (known: {', '.join(sorted(FIELDS))})"
+        elif e["type"] == "missing":
+            rank, message = (
+                (1, FIELDS.index(top), ""),
+                "missing (every theme needs a primary colour)",
+            )
+        else:
+            is_key = loc[-1] == "[key]"
+            first = is_key == _KEY_FIRST.get(top, False)
+            rank = (1, FIELDS.index(top), "")
+            message = str(e["msg"]).removeprefix("Value error, ")
+            if field in found and not first:
+                continue
+        found[field] = (rank, message)
+    ordered = sorted(found.items(), key=lambda item: item[1][0])  # stable: entries in order
+    return [Problem(path, field, message) for field, (_, message) in ordered]
+
+
 def parse_theme(path: Path, table: dict[str, object]) -> tuple[ThemeFile | None, list[Problem]]:
-    problems: list[Problem] = []
-
-    def bad(field: str, message: str) -> None:
-        problems.append(Problem(path, field, message))
-
-    for field in sorted(set(table) - FIELDS):
-        bad(field, f"unknown field (known: {', '.join(sorted(FIELDS))})")
-    name = table.get("name", path.stem)
-    if not isinstance(name, str) or not NAME.fullmatch(name):
-        bad("name", f"not a theme name (letters, digits, - and _): {name!r}")
-    dark = table.get("dark", True)
-    if not isinstance(dark, bool):
-        bad("dark", f"not true or false: {dark!r}")
-    colours: dict[str, str] = {}
-    if "primary" not in table:
-        bad("primary", "missing (every theme needs a primary colour)")
-    for field in COLOURS:
-        value = table.get(field)
-        if value is None:
-            continue
-        if isinstance(value, str) and is_colour(value):
-            colours[field] = value
-        else:
-            bad(field, f"not a colour: {value!r}")
-    numbers: dict[str, float] = {}
-    for field in NUMBERS:
-        value = table.get(field)
-        if value is None:
-            continue
-        if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1:
-            numbers[field] = float(value)
-        else:
-            bad(field, f"not a number from 0 to 1: {value!r}")
-    variables: dict[str, str] = {}
-    raw_variables = table.get("variables", {})
-    if not isinstance(raw_variables, dict):
-        bad("variables", "not a table of CSS variables")
-        raw_variables = {}
-    for key, value in raw_variables.items():
-        if not isinstance(value, str) or not is_css_value(value):
-            bad(f"variables.{key}", f"not a colour or text style: {value!r}")
-        elif not re.fullmatch(r"[a-z][a-z0-9-]*", key):
-            bad(f"variables.{key}", "not a CSS variable name (lower case, digits, -)")
-        else:
-            variables[key] = value
-    ansi: dict[int, tuple[int, int, int]] = {}
-    raw_ansi = table.get("ansi", {})
-    if not isinstance(raw_ansi, dict):
-        bad("ansi", "not a table of named colours")
-        raw_ansi = {}
-    for key, value in raw_ansi.items():
-        if key not in ANSI_INDEX:
-            bad(f"ansi.{key}", f"not a named colour (known: {', '.join(ANSI_INDEX)})")
-        elif not (isinstance(value, str) and is_colour(value)):
-            bad(f"ansi.{key}", f"not a colour: {value!r}")
-        else:
-            ansi[ANSI_INDEX[key]] = Color.parse(value).rgb
-    if problems:
-        return None, problems
-    assert isinstance(name, str) and isinstance(dark, bool)
-    options: dict[str, Any] = {**colours, **numbers}  # checked above, field by field
-    theme = Theme(name=name, dark=dark, variables=variables, **options)
+    try:
+        spec = ThemeSpec.model_validate({"name": path.stem, **table})
+    except ValidationError as err:
+        return None, _problems(path, err)
+    theme = spec.theme()
     try:
         theme.to_color_system().generate()
     except Exception as err:  # a colour system Textual cannot build: this theme only
         return None, [Problem(path, "", f"Textual cannot use this theme: {err}")]
-    return ThemeFile(theme, path, ansi), []
+    return ThemeFile(theme, path, spec.ansi_colours()), []
 
 
 def load_theme_file(path: Path) -> tuple[ThemeFile | None, list[Problem]]:

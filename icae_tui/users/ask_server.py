@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from aiohttp import web
@@ -173,7 +174,7 @@ class AskServer:
 @contextlib.asynccontextmanager
 async def serving(
     channel: ClarificationChannel, *, task_id: str = "", icae_port: int = icae_wire.QUERY_PORT
-):
+) -> AsyncIterator[AskServer]:
     server = AskServer(channel, task_id=task_id, icae_port=icae_port)
     try:  # a cancel during start must still remove the folder
         await server.start()

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from icae_tui.domain.events import Event, QuestionAnswered, QuestionAsked, QuestionsRefused
+from icae_tui.domain.states import AnsweredBy
 from icae_tui.users.responders import Desk
 
 MAX_QUESTION_CHARS = 2000
@@ -90,9 +91,9 @@ class ClarificationChannel:
                     await self._refuse(qid, question)
                     return Answer(qid, text, 0, over_budget=True)
                 await self._emit(QuestionAsked(question_id=qid, text=question, remaining_before=0,
-                                               mode="budget", via=via))  # fmt: skip
+                                               mode=AnsweredBy.BUDGET, via=via))  # fmt: skip
                 await self._emit(QuestionAnswered(question_id=qid, text=text, over_budget=True,
-                                                  responder="budget", remaining=0))  # fmt: skip
+                                                  responder=AnsweredBy.BUDGET, remaining=0))  # fmt: skip
                 return Answer(qid, text, 0, over_budget=True)
             self.used += 1
             draft = await self.desk.auto.reply(qid, question)
@@ -102,7 +103,7 @@ class ClarificationChannel:
                     question_id=qid,
                     text=question,
                     remaining_before=self.remaining + 1,
-                    mode=self.desk.mode,
+                    mode=AnsweredBy(self.desk.mode),
                     via=via,
                     draft=draft.text,
                     draft_records=draft.record_ids,

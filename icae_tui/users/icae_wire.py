@@ -125,7 +125,7 @@ def stats_reply(
     if not logged:
         return {"status": {"ok": False, "error": "no log found for append_id"}}
     usage = round(100 * used / budget, 1) if budget else 0.0
-    task = {"task_id": ident.task_id, "model": None, "turns_used": used,
+    task: dict[str, Any] = {"task_id": ident.task_id, "model": None, "turns_used": used,
             "max_interactions": budget, "budget_usage_rate": usage, "fallbacks": None,
             "fallback_rate": None, "triggers_hit": [], "total_constraints": None,
             "constraint_coverage": None, "missed_constraints": [],

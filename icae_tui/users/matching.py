@@ -593,7 +593,10 @@ def match(question: str, data: OracleData) -> MatchResult:
     scored = _score(question, index)
     chosen: list[int] = []
     ranked = scored.ranked
-    bar = lambda i: _bar(index.records[i].record_id)  # noqa: E731
+
+    def bar(i: int) -> float:
+        return _bar(index.records[i].record_id)
+
     if ranked and ranked[0][0] >= bar(ranked[0][1]):
         best, i = ranked[0]
         second, j = ranked[1] if len(ranked) > 1 else (0.0, -1)

@@ -18,6 +18,7 @@ from icae_tui.domain.events import (
     QuestionsRefused,
     RunStarted,
 )
+from icae_tui.domain.states import AnsweredBy
 
 _ANSWER_KIND = QuestionAnswered.model_fields["kind"].default
 
@@ -52,7 +53,7 @@ def interaction_metrics(events: list[Event]) -> InteractionMetrics:
     covered = [r for r in task_records if r in revealed]
     asked_about = set(revealed)
     for q in events:
-        if isinstance(q, QuestionAsked) and q.mode != "budget":
+        if isinstance(q, QuestionAsked) and q.mode != AnsweredBy.BUDGET:
             asked_about.update(q.draft_records)
     by_responder: dict[str, int] = {}
     for a in answers:

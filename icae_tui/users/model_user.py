@@ -21,12 +21,16 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from icae_tui.domain.states import AnsweredBy
 from icae_tui.domain.task import OracleData
 from icae_tui.users import matching
 from icae_tui.users.matching import Candidate
 from icae_tui.users.responders import Reply, grounded_reply
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletion
 
 SYSTEM_PROMPT = """You are the product owner answering a developer's clarification question.
 You may use ONLY the candidate requirement records listed below; never add facts of your own.
@@ -115,7 +119,7 @@ class DirectChat:
         )  # fmt: skip
 
     async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
-        completion = await self.client.chat.completions.create(**body)
+        completion: ChatCompletion = await self.client.chat.completions.create(**body)
         return completion.model_dump()
 
 
@@ -156,7 +160,7 @@ class ModelUser:
         base = grounded_reply(question, self.data)  # the audit trail: scores and runner-up
         if not offered:
             return Reply(self.data.fallback_response, [], base.scores, base.runner_up,
-                         fallback=True, responder="model", model=self.config.model)  # fmt: skip
+                         fallback=True, responder=AnsweredBy.MODEL, model=self.config.model)  # fmt: skip
         listing = "\n".join(f"[{c.record_id}] {c.text}" for c in offered)
         body = {
             "model": self.config.model,
@@ -173,11 +177,11 @@ class ModelUser:
             content = completion["choices"][0]["message"]["content"] or ""
         except Exception as err:  # an unreachable model, a refusal: must not stop the run
             return Reply(base.text, base.record_ids, base.scores, base.runner_up, base.fallback,
-                         responder="simulated", model=f"{self.config.model} unavailable: {type(err).__name__}")  # fmt: skip
+                         responder=AnsweredBy.SIMULATED, model=f"{self.config.model} unavailable: {type(err).__name__}")  # fmt: skip
         parsed = _parse(content)
         if parsed is None:  # not JSON: the deterministic answer stands in
             return Reply(base.text, base.record_ids, base.scores, base.runner_up, base.fallback,
-                         responder="simulated", model=f"{self.config.model} unparseable")  # fmt: skip
+                         responder=AnsweredBy.SIMULATED, model=f"{self.config.model} unparseable")  # fmt: skip
         by_id = {c.record_id: c for c in offered}
         records = parsed.get("records")
         ids: list[Any] = records if isinstance(records, list) else []
@@ -185,10 +189,10 @@ class ModelUser:
         scores = {**base.scores, **{c.record_id: c.score for c in chosen}}
         if not chosen:
             return Reply(self.data.fallback_response, [], scores, base.runner_up,
-                         fallback=True, responder="model", model=self.config.model)  # fmt: skip
+                         fallback=True, responder=AnsweredBy.MODEL, model=self.config.model)  # fmt: skip
         said = parsed.get("answer")
         answer = said if isinstance(said, str) else ""
         if not grounded_rephrase(answer, chosen):
             answer = "\n\n".join(c.text for c in chosen)  # verbatim: nothing else can leak
         return Reply(answer, [c.record_id for c in chosen], scores, base.runner_up,
-                     responder="model", model=self.config.model)  # fmt: skip
+                     responder=AnsweredBy.MODEL, model=self.config.model)  # fmt: skip

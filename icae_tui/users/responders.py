@@ -17,7 +17,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from icae_tui.domain.states import ResponderMode
+from icae_tui.domain.states import AnsweredBy, ResponderMode
 from icae_tui.domain.task import OracleData
 from icae_tui.users.matching import match, prepare
 
@@ -31,7 +31,7 @@ class Reply:
     scores: dict[str, float] = field(default_factory=dict)
     runner_up: str = ""
     fallback: bool = False
-    responder: str = "simulated"
+    responder: AnsweredBy = AnsweredBy.SIMULATED
     edited: bool = False
     model: str = ""
 
@@ -53,7 +53,9 @@ class SimulatedUser:
         return grounded_reply(question, self.data)
 
 
-def grounded_reply(question: str, data: OracleData, *, responder: str = "simulated") -> Reply:
+def grounded_reply(
+    question: str, data: OracleData, *, responder: AnsweredBy = AnsweredBy.SIMULATED
+) -> Reply:
     result = match(question, data)
     scores = {c.record_id: c.score for c in result.chosen}
     runner_up = ""
@@ -119,21 +121,22 @@ class Desk:
                 if self.mode is ResponderMode.SIMULATED:
                     return draft
                 self._switched.clear()
-                switched = asyncio.ensure_future(self._switched.wait())
+                switched: asyncio.Task[bool] = asyncio.ensure_future(self._switched.wait())
+                either: list[asyncio.Future[str] | asyncio.Future[bool]] = [fut, switched]
                 try:
-                    await asyncio.wait({fut, switched}, return_when=asyncio.FIRST_COMPLETED)
+                    await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
                 finally:
                     switched.cancel()
         finally:
             self._answers.pop(question_id, None)
 
     def _operator_reply(self, text: str, draft: Reply) -> Reply:
-        if self.mode == "assisted" and text.strip() == draft.text.strip():
+        if self.mode is ResponderMode.ASSISTED and text.strip() == draft.text.strip():
             return Reply(draft.text, draft.record_ids, draft.scores, draft.runner_up,
-                         draft.fallback, responder="assisted", model=draft.model)  # fmt: skip
-        if self.mode == "assisted":
+                         draft.fallback, responder=AnsweredBy.ASSISTED, model=draft.model)  # fmt: skip
+        if self.mode is ResponderMode.ASSISTED:
             # Edited: the operator vouches for the text. What it reveals is no longer known,
             # so it claims no record (the draft's records stay on the question, for audit).
             return Reply(text, [], draft.scores, draft.runner_up,
-                         responder="assisted", edited=True, model=draft.model)  # fmt: skip
-        return Reply(text, responder="human")
+                         responder=AnsweredBy.ASSISTED, edited=True, model=draft.model)  # fmt: skip
+        return Reply(text, responder=AnsweredBy.HUMAN)

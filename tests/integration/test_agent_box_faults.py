@@ -6,18 +6,15 @@ a failed run — and nothing of the run is left behind."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import aiodocker
 import pytest
-import yaml
 
-from icae_tui.catalog import load_catalog
 from icae_tui.domain.events import AgentCommandDone, AgentStopped, BuildChecked
 from icae_tui.domain.states import RunStatus, StopReason
 from icae_tui.run import Run, RunConfig
-from tests.conftest import FIXTURE_TASKS
+from tests.task_copies import add_solution, copy_mini, edit_toml, good_step, load_mini
 
 pytestmark = pytest.mark.docker
 
@@ -29,16 +26,12 @@ KILL_LATER = "setsid sh -c 'sleep 0.5; kill -9 -1' >/dev/null 2>&1 < /dev/null &
 def _mini(tmp_path: Path, steps: list[dict], *, disk_mb: int | None = None):
     """The mini fixture task with one solution `steps`: `write` stands for the good
     solution's write of mini.py."""
-    root = tmp_path / "tasks"
-    shutil.copytree(FIXTURE_TASKS / "mini", root / "mini")
-    good = yaml.safe_load((root / "mini" / "solutions" / "good.yaml").read_text())
-    write = next(step for step in good["steps"] if "write" in step)
-    steps = [write if step == "write" else step for step in steps]
-    (root / "mini" / "solutions" / "hostile.yaml").write_text(yaml.safe_dump({"steps": steps}))
+    folder = copy_mini(tmp_path)
+    write = good_step(folder)
+    add_solution(folder, "hostile", [write if step == "write" else step for step in steps])
     if disk_mb is not None:
-        toml = root / "mini" / "task.toml"
-        toml.write_text(toml.read_text().replace("[delivery]\n", f"[delivery]\ndisk_mb = {disk_mb}\n"))
-    return load_catalog(root).tasks["mini"]
+        edit_toml(folder, "[delivery]\n", f"[delivery]\ndisk_mb = {disk_mb}\n")
+    return load_mini(folder)
 
 
 async def _left(run_id: str) -> list:

@@ -7,7 +7,6 @@ The oracle's tool prints `ok`; the delivery's misbehaves as its first argument s
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 
 import pytest
@@ -19,7 +18,7 @@ from icae_tui.sandbox.docker import containers
 from icae_tui.sandbox.docker.backend import DockerSandbox
 from icae_tui.sandbox.docker.disk import DiskGuard, layer_size, quota_group_bytes
 from icae_tui.sandbox.docker.sides import Box, SidePool
-from tests.integration.tool_images import TOOL, build_tool_images, command_task
+from tests.integration.tool_images import ToolImages, command_task
 
 pytestmark = pytest.mark.docker
 
@@ -45,10 +44,7 @@ echo ok
 """
 
 
-@pytest.fixture(scope="module")
-def images() -> Sides:
-    files = {"oracle": {TOOL: ORACLE_TOOL}, "delivery": {TOOL: DELIVERY_TOOL}}
-    return asyncio.run(build_tool_images("box-faults", files))
+IMAGES = ToolImages("box-faults", ORACLE_TOOL, DELIVERY_TOOL)
 
 
 def _task(commands: list[str], *, disk_mb: int = 1024) -> Task:

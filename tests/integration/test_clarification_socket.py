@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
-import yaml
 
-from icae_tui.catalog import load_catalog
 from icae_tui.domain.events import AgentOutput, QuestionAnswered, QuestionAsked
 from icae_tui.domain.task import Level
 from icae_tui.run import Run, RunConfig
-from tests.conftest import FIXTURE_TASKS
+from tests.task_copies import add_solution, copy_mini, good_step, load_mini
 
 pytestmark = pytest.mark.docker
 
@@ -32,10 +29,8 @@ c = C("localhost"); c.request("GET", "/v1/status"); print("status:", c.getrespon
 
 
 def _cli_agent_task(tmp_path):
-    root = tmp_path / "tasks"
-    shutil.copytree(FIXTURE_TASKS / "mini", root / "mini")
-    good = yaml.safe_load((root / "mini" / "solutions" / "good.yaml").read_text())
-    code = next(s["write"]["content"] for s in good["steps"] if "write" in s)
+    folder = copy_mini(tmp_path)
+    code = good_step(folder)["write"]["content"]
     steps = [
         {"run": 'icae-ask "How should unknown operations be reported?"'},
         {"run": "python3 - <<'EOF'\n" + ICAE_WIRE_CLIENT + "EOF"},
@@ -46,10 +41,8 @@ def _cli_agent_task(tmp_path):
         {"write": {"path": "mini.py", "content": code}},
         {"submit": "done"},
     ]
-    (root / "mini" / "solutions" / "cli.yaml").write_text(
-        yaml.safe_dump({"pace_s": 0, "steps": steps})
-    )
-    return load_catalog(root).tasks["mini"]
+    add_solution(folder, "cli", steps, pace_s=0)
+    return load_mini(folder)
 
 
 async def test_icae_ask_and_icae_wire_from_inside_the_container(tmp_path, store):
@@ -78,16 +71,15 @@ async def test_icae_ask_and_icae_wire_from_inside_the_container(tmp_path, store)
 async def test_secrets_reach_commands_per_exec_only(tmp_path, store, monkeypatch):
     monkeypatch.setenv("ICAE_TEST_SECRET", "s3cr3t-value")
     monkeypatch.setenv("ICAE_TEST_OTHER", "not-allowed")
-    root = tmp_path / "tasks"
-    shutil.copytree(FIXTURE_TASKS / "mini", root / "mini")
+    folder = copy_mini(tmp_path)
     steps = [
         {"run": 'echo "secret=${ICAE_TEST_SECRET:-none} other=${ICAE_TEST_OTHER:-none}"'},
         {"run": "cat /proc/1/environ | tr '\\0' '\\n' | grep -c ICAE_TEST || true"},
         {"write": {"path": "mini.py", "content": "print('x')\n"}},
         {"submit": "done"},
     ]
-    (root / "mini" / "solutions" / "env.yaml").write_text(yaml.safe_dump({"steps": steps}))
-    task = load_catalog(root).tasks["mini"]
+    add_solution(folder, "env", steps)
+    task = load_mini(folder)
     run = Run(
         RunConfig(task=task, agent="scripted:env", pace_s=0, secret_env=("ICAE_TEST_SECRET",)),
         store,

@@ -13,6 +13,7 @@ from icae_tui.domain.task import Level
 from icae_tui.run import Run, RunConfig
 from icae_tui.trajectory import build_trajectory
 from tests.conftest import FIXTURE_TASKS, ROOT
+from tests.task_copies import copy_mini, edit_toml, load_mini
 
 pytestmark = pytest.mark.docker
 
@@ -64,17 +65,12 @@ async def test_every_event_is_stored_and_report_lists_both_sides(fixture_catalog
 
 
 async def test_timeout_case_gets_its_own_verdict(fixture_catalog, store, tmp_path):
-    import shutil
-
-    from icae_tui.catalog import load_catalog
-
-    root = tmp_path / "tasks"
-    shutil.copytree(FIXTURE_TASKS / "mini", root / "mini")
-    (root / "mini" / "cases" / "enhanced" / "slow.json").write_text(
+    folder = copy_mini(tmp_path)
+    (folder / "cases" / "enhanced" / "slow.json").write_text(
         json.dumps({"description": "slow", "cases": [{"input": {"op": "sleep"}, "timeout_s": 1}]})
     )
     # the oracle sleeps too: both sides time out, so it is the oracle's failure, not the agent's
-    task = load_catalog(root).tasks["mini"]
+    task = load_mini(folder)
     _, outcome = await _run(task, "scripted:good", store)
     slow = next(r for r in outcome.results if r.case_id == "enhanced/slow#0")
     assert slow.verdict == "oracle_error"
@@ -120,19 +116,13 @@ async def test_sample_tasks_good_partial_broken(bundled_catalog, store, task_id)
 
 
 def _mini_copy_with(tmp_path, extra_cases: list[dict], toml_extra: str = ""):
-    import shutil
-
-    from icae_tui.catalog import load_catalog
-
-    root = tmp_path / "tasks"
-    shutil.copytree(FIXTURE_TASKS / "mini", root / "mini")
-    (root / "mini" / "cases" / "enhanced" / "extra.json").write_text(
+    folder = copy_mini(tmp_path)
+    (folder / "cases" / "enhanced" / "extra.json").write_text(
         json.dumps({"description": "extra", "cases": extra_cases})
     )
     if toml_extra:
-        toml = root / "mini" / "task.toml"
-        toml.write_text(toml.read_text().replace("[cases]\n", "[cases]\n" + toml_extra))
-    return load_catalog(root).tasks["mini"]
+        edit_toml(folder, "[cases]\n", "[cases]\n" + toml_extra)
+    return load_mini(folder)
 
 
 async def test_nondeterministic_oracle_is_flagged_not_counted(tmp_path, store):

@@ -6,14 +6,11 @@ names. Each misbehaviour must end in its own verdict, and the next case must run
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from icae_tui.domain.task import Case, Task
-from icae_tui.evaluation.differential import Evaluator, Sides
-from icae_tui.sandbox.docker.backend import DockerSandbox
-from tests.integration.tool_images import TOOL, build_tool_images, command_task
+from icae_tui.evaluation.differential import Sides
+from tests.integration.tool_images import ToolImages, command_task, evaluate
 
 pytestmark = pytest.mark.docker
 
@@ -58,29 +55,15 @@ echo planted
 """
 
 
+IMAGES = ToolImages("hostile", ORACLE_TOOL, DELIVERY_TOOL)
+
+
 def _task(cases: list[Case], *, timeout_s: float = 3) -> Task:
     return command_task("hostile", cases, timeout_s=timeout_s)
 
 
-async def _build_images() -> Sides:
-    files = {"oracle": {TOOL: ORACLE_TOOL}, "delivery": {TOOL: DELIVERY_TOOL}}
-    return await build_tool_images("hostile", files)
-
-
-@pytest.fixture(scope="module")
-def images() -> Sides:
-    return asyncio.run(_build_images())
-
-
 async def _run(task: Task, sides: Sides, *, fast: bool = True, concurrency: int = 1):
-    sandbox = await DockerSandbox.open()
-    try:
-        async with Evaluator(
-            sandbox, task, sides, run_id="test-engine", concurrency=concurrency, fast=fast
-        ) as ev:
-            return {r.case_id: r async for r in ev.run_cases(task.cases)}
-    finally:
-        await sandbox.close()
+    return await evaluate(task, sides, run_id="test-engine", concurrency=concurrency, fast=fast)
 
 
 async def test_each_bomb_has_its_own_verdict_and_the_next_case_runs(images):

@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import io
-import shutil
 import subprocess
 from collections.abc import Callable
 
 import pytest
-import yaml
 
-from icae_tui.catalog import load_catalog
 from icae_tui.domain.events import (
     AgentCommandDone,
     AgentOutput,
@@ -26,15 +23,15 @@ from icae_tui.domain.events import (
     PhaseChanged,
 )
 from icae_tui.domain.results import CaseResult, Verdict
-from icae_tui.domain.task import Case, CaseRef, Split, Task, TaskSpec
-from icae_tui.evaluation.differential import EngineLost, Evaluator, Sides
+from icae_tui.domain.task import Case, CaseRef, Task
+from icae_tui.evaluation.differential import EngineLost, Evaluator
 from icae_tui.headless import PlainPrinter
 from icae_tui.run import Run, RunConfig
 from icae_tui.sandbox.docker.backend import DockerSandbox
 from icae_tui.sandbox.docker.sides import Box, SidePool
 from icae_tui.store import RunStore
-from tests.conftest import FIXTURE_TASKS
-from tests.integration.tool_images import TOOL, build_tool_images
+from tests.integration.tool_images import ToolImages, command_task, evaluate
+from tests.task_copies import add_solution, copy_mini, good_step, load_mini
 
 pytestmark = pytest.mark.docker
 
@@ -51,54 +48,16 @@ echo ok
 """
 
 
+IMAGES = ToolImages("faults", ORACLE_TOOL, DELIVERY_TOOL)
+
+
 def _task(
     commands: list[str], *, timeout_s: float = 30, prep: dict[str, str] | None = None
 ) -> Task:
     """One case per command; `prep` maps a command to the `prep` line its case runs first."""
-    spec = TaskSpec.model_validate(
-        {
-            "id": "faults",
-            "title": "faults",
-            "language": "sh",
-            "interface": {"kind": "command", "tool": "tool"},
-            "oracle": {"entry": "/opt/tool"},
-            "delivery": {"entry": "/opt/tool", "build": "true"},
-            "cases": {"timeout_s": timeout_s},
-        }
-    )
     prep = prep or {}
-    refs = [
-        CaseRef(
-            split=Split.HIDDEN,
-            stem="h",
-            index=i,
-            pattern=c,
-            case=Case(command=c, pattern=c, prep=prep.get(c)),
-        )  # fmt: skip
-        for i, c in enumerate(commands)
-    ]
-    return Task(spec=spec, root="/nonexistent", prd={}, user_agent={}, cases=refs)
-
-
-async def _build_images() -> Sides:
-    files = {"oracle": {TOOL: ORACLE_TOOL}, "delivery": {TOOL: DELIVERY_TOOL}}
-    return await build_tool_images("faults", files)
-
-
-@pytest.fixture(scope="module")
-def images() -> Sides:
-    return asyncio.run(_build_images())
-
-
-async def _evaluate(
-    task: Task, sides: Sides, run_id: str, *, concurrency: int = 2
-) -> dict[str, CaseResult]:
-    sandbox = await DockerSandbox.open()
-    try:
-        async with Evaluator(sandbox, task, sides, run_id=run_id, concurrency=concurrency) as ev:
-            return {r.case_id: r async for r in ev.run_cases(task.cases)}
-    finally:
-        await sandbox.close()
+    cases = [Case(command=c, pattern=c, prep=prep.get(c)) for c in commands]
+    return command_task("faults", cases, timeout_s=timeout_s)
 
 
 def _by_command(task: Task, results: dict[str, CaseResult]) -> list[tuple[str, CaseResult]]:
@@ -111,7 +70,7 @@ def _by_command(task: Task, results: dict[str, CaseResult]) -> list[tuple[str, C
 async def test_fork_bombs_among_twenty_cases_end_in_their_own_verdicts(images):
     commands = ["tool detached", "tool bomb"] + [f"tool ok{i}" for i in range(20)]
     task = _task(commands[:11] + commands[1:2] + commands[11:])  # the plain bomb mid-run too
-    results = await _evaluate(task, images, "test-faults-twenty")
+    results = await evaluate(task, images, run_id="test-faults-twenty", concurrency=2)
     assert len(results) == len(task.cases)  # every case judged, the run not aborted
     for command, r in _by_command(task, results):
         if "ok" in command:
@@ -126,7 +85,9 @@ async def test_ten_fork_bomb_runs_never_abort(images):
     misjudged: list[tuple[int, str, str, str]] = []
     for attempt in range(10):  # all ten run, so a failure shows how many aborted
         try:
-            results = await _evaluate(task, images, f"test-faults-bombs-{attempt}")
+            results = await evaluate(
+                task, images, run_id=f"test-faults-bombs-{attempt}", concurrency=2
+            )
         except Exception as err:  # an aborted run: the failure this test is about
             aborted.append(f"{type(err).__name__}: {err}"[:200])
             continue
@@ -285,10 +246,8 @@ async def test_a_build_gate_the_engine_refuses_is_a_failed_build_not_a_failed_ru
 
 
 async def test_agent_fork_bomb_is_reported_and_the_next_step_runs(tmp_path, store):
-    root = tmp_path / "tasks"
-    shutil.copytree(FIXTURE_TASKS / "mini", root / "mini")
-    good = yaml.safe_load((root / "mini" / "solutions" / "good.yaml").read_text())
-    write = next(step for step in good["steps"] if "write" in step)
+    folder = copy_mini(tmp_path)
+    write = good_step(folder)
     bomb = {
         "steps": [
             {"run": "f() { f | f & }; f & exit 0"},
@@ -297,8 +256,8 @@ async def test_agent_fork_bomb_is_reported_and_the_next_step_runs(tmp_path, stor
             {"submit": "done"},
         ]
     }
-    (root / "mini" / "solutions" / "bomb.yaml").write_text(yaml.safe_dump(bomb))
-    task = load_catalog(root).tasks["mini"]
+    add_solution(folder, "bomb", bomb["steps"])
+    task = load_mini(folder)
     run = Run(RunConfig(task=task, agent="scripted:bomb", pace_s=0), store)
     outcome = await run.execute()
     assert outcome.status == "completed", outcome.error

@@ -20,18 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from icae_tui.domain.results import CaseResult
-from icae_tui.domain.task import Case, CaseRef, Split, Task, TaskSpec
-from icae_tui.evaluation.differential import Evaluator, Sides
+from icae_tui.domain.task import Case
+from icae_tui.evaluation.differential import Sides
 from icae_tui.sandbox.docker import hostview
-from icae_tui.sandbox.docker.backend import DockerSandbox
-from icae_tui.sandbox.docker.containers import create_container
-from icae_tui.sandbox.docker.engine import connect
-from icae_tui.sandbox.docker.images import BASE_IMAGE, ensure_base_image
+from tests.integration.tool_images import TOOL, build_tool_images, command_task, evaluate
 
 pytestmark = pytest.mark.docker
 
-TOOL = "#!/bin/bash\necho ok\n"
+TOOL_SCRIPT = "#!/bin/bash\necho ok\n"
 HUGE = 20 * 1024**3  # sparse: costs no disk, but hashing it whole takes tens of seconds
 
 
@@ -39,30 +35,10 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _task(cases: list[Case]) -> Task:
-    spec = TaskSpec.model_validate(
-        {
-            "id": "links",
-            "title": "links",
-            "language": "sh",
-            "interface": {"kind": "command", "tool": "tool"},
-            "oracle": {"entry": "/opt/tool"},
-            "delivery": {"entry": "/opt/tool", "build": "true"},
-            "cases": {"timeout_s": 20},
-        }
-    )
-    refs = [
-        CaseRef(split=Split.HIDDEN, stem="h", index=i, case=c, pattern=c.pattern or "p")
-        for i, c in enumerate(cases)
-    ]
-    return Task(spec=spec, root="/nonexistent", prd={}, user_agent={}, cases=refs)
-
-
-async def _build(host: Path, work: Path) -> Sides:
-    docker = await connect()
-    await ensure_base_image(docker)
-    plant = {
-        # the oracle: the same directories, no links
+def _scripts(host: Path, work: Path) -> dict[str, str]:
+    """What each image holds besides the tool: the oracle the same directories, no links; the
+    delivery links planted where a case will write."""
+    return {
         "oracle": "mkdir -p /opt/plant /data",
         "delivery": " && ".join(
             [
@@ -74,21 +50,6 @@ async def _build(host: Path, work: Path) -> Sides:
             ]
         ),
     }
-    names = {}
-    for role, script in plant.items():
-        c = await create_container(
-            docker, BASE_IMAGE, run_id="test-links", role="build", hardened=False
-        )
-        try:
-            await c.put_files({"/usr/local/bin/tool": TOOL.encode()}, mode=0o755)
-            res = await c.exec(script)
-            assert res.exit_code == 0, res.stderr
-            await c.commit(f"icae-test-{role}", "links", {"icae.tool": "icae-tui"})
-        finally:
-            await c.remove()
-        names[role] = f"icae-test-{role}:links"
-    await docker.close()
-    return Sides(oracle_image=names["oracle"], delivery_image=names["delivery"])
 
 
 @pytest.fixture(scope="module")
@@ -104,8 +65,9 @@ def host_files(tmp_path_factory) -> tuple[Path, Path]:
 
 
 @pytest.fixture(scope="module")
-def images(host_files) -> Sides:
-    return asyncio.run(_build(*host_files))
+def planted_images(host_files) -> Sides:
+    files = {role: {TOOL: TOOL_SCRIPT} for role in ("oracle", "delivery")}
+    return asyncio.run(build_tool_images("links", files, _scripts(*host_files)))
 
 
 class _HashSpy:
@@ -123,15 +85,6 @@ class _HashSpy:
         return hashlib.sha256(*args)
 
 
-async def _run(task: Task, sides: Sides) -> dict[str, CaseResult]:
-    sandbox = await DockerSandbox.open()
-    try:
-        async with Evaluator(sandbox, task, sides, run_id="test-links", concurrency=1) as ev:
-            return {r.case_id: r async for r in ev.run_cases(task.cases)}
-    finally:
-        await sandbox.close()
-
-
 def _writes(link: str, host: Path) -> str:
     """Replace the link by a directory and write, below it, where the host has files."""
     d = f"/opt/plant/{link}{host}"
@@ -141,7 +94,9 @@ def _writes(link: str, host: Path) -> str:
     )
 
 
-async def test_planted_links_are_never_followed_on_the_host(images, host_files, monkeypatch):
+async def test_planted_links_are_never_followed_on_the_host(
+    planted_images, host_files, monkeypatch
+):
     host, work = host_files
     spy = _HashSpy()
     monkeypatch.setattr(hostview, "hashlib", spy)
@@ -159,9 +114,9 @@ async def test_planted_links_are_never_followed_on_the_host(images, host_files, 
             pattern="workdir",
         ),
     ]
-    task = _task(cases)
+    task = command_task("links", cases, timeout_s=20)
     started = time.monotonic()
-    results = await _run(task, images)
+    results = await evaluate(task, planted_images, run_id="test-links", concurrency=1)
     print(f"\n4 cases with planted links: {time.monotonic() - started:.1f} s")
 
     for case_id, link in (("hidden/h#0", "abs"), ("hidden/h#1", "rel")):

@@ -16,12 +16,11 @@ import pytest
 
 from icae_tui.domain.results import CaseResult
 from icae_tui.domain.task import Case, Task
-from icae_tui.evaluation.differential import Evaluator, Sides
-from icae_tui.sandbox.docker.backend import DockerSandbox
+from icae_tui.evaluation.differential import Sides
 from icae_tui.sandbox.docker.engine import connect
 from icae_tui.sandbox.docker.hostview import process_state
 from icae_tui.sandbox.docker.sides import SidePool, kill_extras, left_running, proc_identity
-from tests.integration.tool_images import TOOL, build_tool_images, command_task
+from tests.integration.tool_images import ToolImages, command_task, evaluate
 
 pytestmark = pytest.mark.docker
 
@@ -138,31 +137,18 @@ for name, pid in (("init", 1), ("keepalive", int(keepalive[0]))):
 '"""
 
 
+IMAGES = ToolImages(
+    "reuse", ORACLE_TOOL, DELIVERY_TOOL, delivery_files={"/usr/local/bin/sleep": RESIDENT_SLEEP}
+)
+
+
 def _task(cases: list[Case], *, timeout_s: float = 20) -> Task:
     return command_task("reuse", cases, timeout_s=timeout_s)
 
 
-async def _build_images() -> Sides:
-    files = {
-        "oracle": {TOOL: ORACLE_TOOL},
-        "delivery": {TOOL: DELIVERY_TOOL, "/usr/local/bin/sleep": RESIDENT_SLEEP},
-    }
-    return await build_tool_images("reuse", files)
-
-
-@pytest.fixture(scope="module")
-def images() -> Sides:
-    return asyncio.run(_build_images())
-
-
 async def _run(task: Task, sides: Sides) -> list[CaseResult]:
-    sandbox = await DockerSandbox.open()
-    try:
-        # One case at a time: a container judged clean serves the next case.
-        async with Evaluator(sandbox, task, sides, run_id="test-reuse", concurrency=1) as ev:
-            results = {r.case_id: r async for r in ev.run_cases(task.cases)}
-    finally:
-        await sandbox.close()
+    # One case at a time: a container judged clean serves the next case.
+    results = await evaluate(task, sides, run_id="test-reuse", concurrency=1)
     return [results[ref.id] for ref in task.cases]
 
 

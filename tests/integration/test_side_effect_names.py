@@ -14,9 +14,8 @@ import pytest
 
 from icae_tui.domain.results import CaseResult
 from icae_tui.domain.task import Case
-from icae_tui.evaluation.differential import Evaluator, Sides
-from icae_tui.sandbox.docker.backend import DockerSandbox
-from tests.integration.tool_images import TOOL, build_tool_images, command_task
+from icae_tui.evaluation.differential import Sides
+from tests.integration.tool_images import ToolImages, command_task, evaluate
 
 pytestmark = pytest.mark.docker
 
@@ -41,10 +40,7 @@ echo ok
 """
 
 
-@pytest.fixture(scope="module")
-def images() -> Sides:
-    files = {"oracle": {TOOL: ORACLE_TOOL}, "delivery": {TOOL: DELIVERY_TOOL}}
-    return asyncio.run(build_tool_images("names", files))
+IMAGES = ToolImages("names", ORACLE_TOOL, DELIVERY_TOOL)
 
 
 async def _run(sides: Sides, *, fast: bool) -> dict[str, CaseResult]:
@@ -53,14 +49,8 @@ async def _run(sides: Sides, *, fast: bool) -> dict[str, CaseResult]:
         [Case(command="tool names", pattern="names"), Case(command="tool deep", pattern="deep")],
         timeout_s=20,
     )
-    sandbox = await DockerSandbox.open()
-    try:
-        async with Evaluator(
-            sandbox, task, sides, run_id="test-names", concurrency=1, fast=fast
-        ) as ev:
-            return {r.pattern: r async for r in ev.run_cases(task.cases)}
-    finally:
-        await sandbox.close()
+    results = await evaluate(task, sides, run_id="test-names", concurrency=1, fast=fast)
+    return {r.pattern: r for r in results.values()}
 
 
 @pytest.fixture(scope="module", params=[True, False], ids=["host view", "engine changes"])

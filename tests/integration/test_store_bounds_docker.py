@@ -12,7 +12,6 @@ import asyncio
 import json
 
 import pytest
-from icae_tui.sandbox.effects import CHANGES_CAP, CHANGES_JSON_CAP
 
 from icae_tui.bounds import CASE_BOUND_BYTES
 from icae_tui.domain.events import (
@@ -24,13 +23,12 @@ from icae_tui.domain.events import (
     ScoreUpdated,
 )
 from icae_tui.domain.results import CaseResult
-from icae_tui.domain.task import Case, CaseRef, Split, Task, TaskSpec
-from icae_tui.evaluation.differential import Evaluator, Sides
+from icae_tui.domain.task import Case, Task
 from icae_tui.evaluation.scoring import score
 from icae_tui.report import write_report
 from icae_tui.run import Run, RunConfig
-from icae_tui.sandbox.docker.backend import DockerSandbox
-from tests.integration.tool_images import TOOL, build_tool_images
+from icae_tui.sandbox.effects import CHANGES_CAP, CHANGES_JSON_CAP
+from tests.integration.tool_images import ToolImages, command_task, evaluate
 
 pytestmark = pytest.mark.docker
 
@@ -57,46 +55,20 @@ TIMEOUT_S = 3
 FLOOD_CASE_BYTES = 2 * CHANGES_JSON_CAP + 32 * 1024
 
 
+IMAGES = ToolImages("bounds", ORACLE_TOOL, DELIVERY_TOOL)
+
+
 def _task() -> Task:
-    spec = TaskSpec.model_validate(
-        {
-            "id": "bounds",
-            "title": "bounds",
-            "language": "sh",
-            "interface": {"kind": "command", "tool": "tool"},
-            "oracle": {"entry": "/opt/tool"},
-            "delivery": {"entry": "/opt/tool", "build": "true"},
-            "cases": {"timeout_s": TIMEOUT_S},
-        }
-    )
     commands = ["tool tmpflood"] * FLOODS + ["tool many", "tool many-odd"]
-    refs = [
-        CaseRef(split=Split.HIDDEN, stem="h", index=i, case=Case(command=c), pattern=c)
-        for i, c in enumerate(commands)
-    ]
-    return Task(spec=spec, root="/nonexistent", prd={}, user_agent={}, cases=refs)
-
-
-async def _build_images() -> Sides:
-    files = {"oracle": {TOOL: ORACLE_TOOL}, "delivery": {TOOL: DELIVERY_TOOL}}
-    return await build_tool_images("bounds", files)
-
-
-async def _evaluate(task: Task, sides: Sides) -> list[CaseResult]:
-    sandbox = await DockerSandbox.open()
-    try:
-        # one case at a time: two floods at once would only share the two cores
-        async with Evaluator(sandbox, task, sides, run_id="test-bounds", concurrency=1) as ev:
-            return [r async for r in ev.run_cases(task.cases)]
-    finally:
-        await sandbox.close()
+    return command_task(
+        "bounds", [Case(command=c, pattern=c) for c in commands], timeout_s=TIMEOUT_S
+    )
 
 
 @pytest.fixture(scope="module")
-def results() -> dict[str, CaseResult]:
-    task = _task()
-    done = asyncio.run(_evaluate(task, asyncio.run(_build_images())))
-    return {r.case_id: r for r in done}
+def results(images) -> dict[str, CaseResult]:
+    # one case at a time: two floods at once would only share the two cores
+    return asyncio.run(evaluate(_task(), images, run_id="test-bounds", concurrency=1))
 
 
 async def test_tmp_flood_is_capped_in_results_store_and_report(

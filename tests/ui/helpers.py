@@ -1,10 +1,17 @@
-"""Builders for synthetic events, and a fake run for the run screen."""
+"""Builders for synthetic events and results, a fake run for the run screen, the console under
+test (keeping what it notified) and the waits a Pilot test needs."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 
+from textual.command import CommandList, CommandPalette
+from textual.widgets import Static
+
+from icae_tui.catalog import Catalog
+from icae_tui.display.view import RunView
+from icae_tui.display.wording import plain
 from icae_tui.domain.agent import Limits
 from icae_tui.domain.events import (
     AgentCommand,
@@ -30,13 +37,25 @@ from icae_tui.domain.events import (
     RunStarted,
     ScoreUpdated,
 )
-from icae_tui.domain.results import LADDER_METRICS, CaseResult, Score, SideRun, Verdict
+from icae_tui.domain.results import (
+    LADDER_METRICS,
+    CaseResult,
+    FileChange,
+    Score,
+    SideRun,
+    Verdict,
+)
 from icae_tui.domain.states import StopReason
 from icae_tui.domain.task import Level
 from icae_tui.gateway import InfraFailure, ModelCall
 from icae_tui.run import RunOutcome
+from icae_tui.store import RunStore
+from icae_tui.ui.app import IcaeApp
+from icae_tui.ui.screens.run import RunScreen
+from icae_tui.ui.widgets.trace import SHOWN_ELSEWHERE
 from icae_tui.users.channel import ClarificationChannel
 from icae_tui.users.responders import Desk, SimulatedUser
+from tests.polling import Sleeps
 
 CASE_IDS = ["public/upper#0", "hidden/ops#0", "hidden/ops#1", "enhanced/edge#0"]
 
@@ -385,3 +404,141 @@ def model_recording() -> list[ModelCall]:
             ],
         ),
     ]  # fmt: skip
+
+
+# --- the case detail's failing case -------------------------------------------------------------
+
+DETAIL_CASE = "hidden/ops#0"
+HOSTILE_MARKUP = "\x1b[31mred\x1b[0m [bold]markup[/] [link=http://x]l[/link]"
+
+
+def side_run(stdout: str, exit_code: int | None = 0, stderr: str = "", **extra) -> SideRun:
+    """One side's run of a case, its byte counts those of its text."""
+    return SideRun(
+        exit_code=exit_code, stdout=stdout, stderr=stderr,
+        stdout_bytes=len(stdout.encode()), stderr_bytes=len(stderr.encode()), **extra,
+    )  # fmt: skip
+
+
+def wrong(**extra) -> CaseResult:
+    """The delivery printed `3` where the oracle printed `words=3`, then hostile text on
+    both sides, and a line only it has; its note went to another file."""
+    oracle = side_run(
+        f"words=3\n{HOSTILE_MARKUP}\n", changes=[FileChange(path="n.txt", change="added")]
+    )
+    delivery = side_run(
+        f"3\n{HOSTILE_MARKUP}\nextra [i]line[/i]\n",
+        stderr="warn: \x1b[2Jcleared?\n",
+        changes=[FileChange(path="n.txt.bak", change="added")],
+    )
+    fields = dict(
+        case_id=DETAIL_CASE, split="hidden", pattern="ops", command="mini",
+        verdict=Verdict.SIDE_EFFECTS, reason="n.txt added only by the oracle",
+        metrics={"exec": 1.0}, oracle=oracle, delivery=delivery,
+    )  # fmt: skip
+    return CaseResult(**(fields | extra))
+
+
+# --- a run evaluating, as the progress line and the results table see it ------------------------
+
+
+def evaluating(done: int) -> list:
+    """A run evaluating 4 cases, planned at +12 s, `done` of them finished 4 s apart."""
+    events = [
+        started(),
+        PhaseChanged(phase="generate"),
+        PhaseChanged(phase="evaluate", detail="4 cases"),
+        CasesPlanned(case_ids=CASE_IDS, patterns=PATTERNS, splits=SPLITS),
+    ]
+    events = stamp(events)  # 3 s apart: planned at +9 s
+    verdicts = [Verdict.ACCEPTED, Verdict.WRONG_ANSWER, Verdict.ACCEPTED, Verdict.TIME_LIMIT]
+    for i in range(done):
+        ev = CaseFinished(result=result(CASE_IDS[i], verdicts[i], "differs" if i % 2 else ""))
+        ev.run_id, ev.seq, ev.ts = RECORDED_ID, len(events) + 1, events[-1].ts + 4.0
+        events.append(ev)
+    return events
+
+
+# --- the console under test ---------------------------------------------------------------------
+
+SIZES = {"80x24": (80, 24), "200x60": (200, 60)}  # the snapshots' terminals (the `size` fixture)
+
+
+class Console(IcaeApp):
+    """The console, keeping what it notified for the test: `notified` holds (title, message,
+    severity), `told` the messages alone. With `animations=False` nothing is animated."""
+
+    def __init__(self, *, animations: bool = True, **kwargs) -> None:
+        self.notified: list[tuple[str, str, str]] = []
+        super().__init__(**kwargs)
+        if not animations:
+            self.animation_level = "none"
+
+    def notify(self, message: str, *, title: str = "", severity="information", **kwargs) -> None:
+        self.notified.append((title, str(message), severity))
+        super().notify(message, title=title, severity=severity, **kwargs)
+
+    @property
+    def told(self) -> list[str]:
+        return [message for _, message, _ in self.notified]
+
+
+def still_console(catalog: Catalog, store: RunStore, **kwargs) -> Console:
+    """The console with nothing animated, as the snapshots take it."""
+    return Console(catalog=catalog, store=store, animations=False, **kwargs)
+
+
+class Gate(Sleeps):
+    """The replay's injected sleep: records each wait (seconds) and returns when opened, or at
+    once when `instant`."""
+
+    def __init__(self, *, instant: bool = False) -> None:
+        super().__init__(digits=3, gated=not instant)
+
+
+def text_of(screen, selector: str) -> str:
+    """What a Static of the screen shows."""
+    return str(screen.query_one(selector, Static).render())
+
+
+def assert_drawn(screen: RunScreen, view: RunView) -> None:
+    """The run screen's widgets show `view`: every trace line (cases and score have their own
+    widgets), every turn, every case, the status."""
+    screen.flush()
+    assert list(screen.trace.lines) == [
+        line.text for line in view.trace if line.kind not in SHOWN_ELSEWHERE
+    ]
+    assert [kind for kind, _ in screen.clarify.turns] == [t.kind for t in view.turns]
+    assert screen.results.planned == list(view.cases)
+    assert screen.results.verdicts() == [row.verdict or "…" for row in view.cases.values()]
+    assert screen.status_message == plain(view.status)
+
+
+async def open_palette(pilot, query: str) -> CommandList:
+    """Open the palette, type `query`, wait until its first hit is the one wanted."""
+    app = pilot.app
+    await pilot.press("ctrl+p")
+    await until(
+        pilot, lambda: CommandPalette.is_open(app) and isinstance(app.screen, CommandPalette)
+    )
+    await pilot.press(*("space" if c == " " else c for c in query))
+    hits = app.screen.query_one(CommandList)
+
+    def first_hit() -> str:
+        return str(hits.get_option_at_index(0).prompt) if hits.option_count else ""
+
+    await until(pilot, lambda: query.lower() in first_hit().lower())
+    return hits
+
+
+async def open_screen(app: IcaeApp, pilot, screen):
+    """Push `screen` and wait until it is the one shown, mounted."""
+    await app.push_screen(screen)
+    await until(pilot, lambda: app.screen is screen and screen.is_mounted)
+    return screen
+
+
+def key_description(screen, key: str) -> str | None:
+    """What the footer says `key` does on `screen`, None when it is not offered."""
+    active = screen.active_bindings.get(key)
+    return active.binding.description if active is not None and active.enabled else None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -22,10 +21,9 @@ from icae_tui.ui.app import IcaeApp
 from icae_tui.ui.screens.dialogs import ConfirmScreen
 from icae_tui.ui.screens.run import RunScreen
 from icae_tui.ui.screens.run_setup import RunSetupScreen
+from tests.task_copies import add_solution, copy_mini, edit_toml
 
 from .helpers import until
-
-FIXTURE_TASKS = Path(__file__).resolve().parents[1] / "fixtures" / "tasks"
 
 
 @pytest.mark.docker
@@ -65,33 +63,31 @@ CHATTY_QUESTIONS = [
 ]
 
 
-def chatty_mini(src: Path, dst: Path) -> Path:
+def chatty_mini(tmp_path: Path) -> Path:
     """A copy of the mini task whose only solution asks four questions (budget 5), with a
     pause after the first and the third so the operator has time to switch."""
-    task_dir = dst / "mini"
-    shutil.copytree(src, task_dir)
-    toml = task_dir / "task.toml"
-    toml.write_text(toml.read_text().replace("budget = 3", "budget = 5"))
-    solutions = task_dir / "solutions"
+    folder = copy_mini(tmp_path)
+    edit_toml(folder, "budget = 3", "budget = 5")
+    solutions = folder / "solutions"
     good = yaml.safe_load((solutions / "good.yaml").read_text())
     for path in solutions.iterdir():
         path.unlink()
     steps = [s for s in good["steps"] if "ask" not in s]
     asks = [{"ask": q} for q in CHATTY_QUESTIONS]
     pause = {"run": "sleep 3"}
-    chatty = {
-        "description": "asks four questions, pausing after the first and the third",
-        "steps": [steps[0], asks[0], pause, asks[1], asks[2], pause, asks[3], *steps[1:]],
-    }
-    (solutions / "chatty.yaml").write_text(yaml.safe_dump(chatty, sort_keys=False))
-    return dst
+    chatty = [steps[0], asks[0], pause, asks[1], asks[2], pause, asks[3], *steps[1:]]
+    add_solution(
+        folder, "chatty", chatty,
+        description="asks four questions, pausing after the first and the third",
+    )  # fmt: skip
+    return folder
 
 
 @pytest.mark.docker
 async def test_operator_switches_to_human_mid_run_and_back(tmp_path, store):
     """In the console, an operator switches to human mid-run, answers two questions,
     switches back; the run completes and the stored run shows who answered what."""
-    catalog = load_catalog(chatty_mini(FIXTURE_TASKS / "mini", tmp_path / "tasks"))
+    catalog = load_catalog(chatty_mini(tmp_path).parent)
     app = IcaeApp(catalog=catalog, store=store, pace_s=0)
     typed = {2: "Report it as error=unknown_op.", 3: "Same as before: error=unknown_op."}
 

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 from textual.widgets import DataTable, Static
 
-from icae_tui.catalog import Catalog
 from icae_tui.display.sources import LiveSource, ReplaySource
 from icae_tui.domain.events import ModelCallMade, RunFinished
 from icae_tui.gateway import dump_calls
@@ -20,11 +18,6 @@ from icae_tui.ui.screens.model_calls import ModelCallsScreen
 from icae_tui.ui.screens.run import RunScreen
 
 from .helpers import MODEL_LIMITS, MODEL_RUN_ID, model_recording, model_run, started, until
-
-
-@pytest.fixture
-def app(store):
-    return IcaeApp(catalog=Catalog(), store=store)
 
 
 def record(store: RunStore, run_id: str = MODEL_RUN_ID, calls=None) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from textual.color import Color
-from textual.command import CommandList, CommandPalette
+from textual.command import CommandPalette
 
 from icae_tui.catalog import Catalog
 from icae_tui.store import RunStore
@@ -31,22 +31,9 @@ from icae_tui.ui.theme import (
     parse_theme,
 )
 
-from .helpers import until
+from .helpers import open_palette, still_console, until
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-
-
-class Console(IcaeApp):
-    """The console, with the notifications it raised kept for the test."""
-
-    def __init__(self, **kwargs) -> None:
-        self.notified: list[tuple[str, str]] = []  # (title, message)
-        super().__init__(**kwargs)
-        self.animation_level = "none"
-
-    def notify(self, message: str, *, title: str = "", **kwargs) -> None:
-        self.notified.append((title, message))
-        super().notify(message, title=title, **kwargs)
 
 
 @pytest.fixture
@@ -59,24 +46,7 @@ def config() -> Path:
 
 @pytest.fixture
 def console(fixture_catalog: Catalog, store: RunStore):
-    return lambda: Console(catalog=fixture_catalog, store=store)
-
-
-async def open_palette(pilot, query: str) -> CommandList:
-    """Open the palette, type `query`, wait until its first hit is the one wanted."""
-    app = pilot.app
-    await pilot.press("ctrl+p")
-    await until(
-        pilot, lambda: CommandPalette.is_open(app) and isinstance(app.screen, CommandPalette)
-    )
-    await pilot.press(*("space" if c == " " else c for c in query))
-    hits = app.screen.query_one(CommandList)
-
-    def first_hit() -> str:
-        return str(hits.get_option_at_index(0).prompt) if hits.option_count else ""
-
-    await until(pilot, lambda: query.lower() in first_hit().lower())
-    return hits
+    return lambda: still_console(fixture_catalog, store)
 
 
 def background(app: IcaeApp) -> Color:
@@ -157,7 +127,7 @@ async def test_switching_theme_from_the_palette_is_remembered(console, config):
         await pilot.press("enter")
         await until(pilot, lambda: app.theme == "projector" and not CommandPalette.is_open(app))
         assert background(app) == Color.parse("#FFFFFF")
-        assert ("", "Theme: projector") in app.notified
+        assert ("", "Theme: projector") in [(title, told) for title, told, _ in app.notified]
     assert 'theme = "projector"' in (config / "settings.toml").read_text()
 
     again = console()  # the next start of the console
@@ -191,7 +161,7 @@ async def test_a_malformed_user_theme_is_notified_and_the_good_ones_load(console
     app = console()
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: app.notified)
-        title, message = app.notified[0]
+        title, message, _ = app.notified[0]
         assert title == "broken.toml"
         assert str(themes / "broken.toml") in message and "field 'primary'" in message
         assert "broken" not in app.available_themes
@@ -313,7 +283,7 @@ async def test_a_bad_keymap_entry_is_notified_and_the_others_apply(console, conf
     app = console()
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: len(app.notified) == 2)
-        (title, typo), (_, key) = app.notified
+        (title, typo, _), (_, key, _) = app.notified
         assert title == "keymap.toml" and str(config / "keymap.toml") in typo
         assert "field 'history.bakc'" in typo and "did you mean 'history.back'" in typo
         assert "field 'app.help'" in key and "not a key: 'ctrl+notakey'" in key

@@ -2,72 +2,34 @@
 its own pace, paused, stepped, moved along its timeline (back: the panes start over), faster
 or slower, or at its end at once; the history lists the sample tasks' recordings as demos.
 
-Deterministic: the replay's waits go through a `Gate` that records them and returns only when
+Deterministic: the replay's waits go through a `Gate` (tests/ui/helpers.py) that records them and returns only when
 the test opens it (or at once), never a real clock.
 """
 
 from __future__ import annotations
 
-import asyncio
-
-import pytest
 from textual.widgets import DataTable, Input, Static
 
 from icae_tui import recordings
 from icae_tui.catalog import Catalog
 from icae_tui.display.view import RunView
-from icae_tui.display.wording import plain
 from icae_tui.domain.events import QuestionAsked
 from icae_tui.ui.app import IcaeApp
 from icae_tui.ui.screens.history import DEMO, HistoryScreen
-from icae_tui.ui.screens.replay import ReplayScreen, open_replay, replay_console
+from icae_tui.ui.screens.replay import ReplayScreen, open_replay
 from icae_tui.ui.screens.task_list import TaskListScreen
 from icae_tui.ui.widgets.replay_bar import ReplayBar
-from icae_tui.ui.widgets.trace import SHOWN_ELSEWHERE
 
-from .helpers import recorded_run, until
+from .helpers import Gate, assert_drawn, recorded_run, until
 
 SIZE = (160, 45)
-
-
-class Gate:
-    """An injected sleep: records each wait (seconds) and returns when opened (or at once)."""
-
-    def __init__(self, *, instant: bool = False) -> None:
-        self.waits: list[float] = []
-        self.instant = instant
-        self._open = asyncio.Event()
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(round(seconds, 3))
-        if self.instant:
-            await asyncio.sleep(0)
-        else:
-            await self._open.wait()
-
-    def open(self) -> None:
-        """Let the waits under way end; later ones wait again."""
-        opened, self._open = self._open, asyncio.Event()
-        opened.set()
-
-
-@pytest.fixture
-def app(store):
-    return IcaeApp(catalog=Catalog(), store=store)
 
 
 def drawn_like(screen: ReplayScreen, events: list) -> None:
     """The screen's panes show exactly what a RunView built from `events` holds."""
     expected = RunView.from_events(events)
     assert screen.view == expected
-    screen.flush()
-    assert list(screen.trace.lines) == [
-        line.text for line in expected.trace if line.kind not in SHOWN_ELSEWHERE
-    ]
-    assert [kind for kind, _ in screen.clarify.turns] == [t.kind for t in expected.turns]
-    assert screen.results.planned == list(expected.cases)
-    assert screen.results.verdicts() == [row.verdict or "…" for row in expected.cases.values()]
-    assert screen.status_message == plain(expected.status)
+    assert_drawn(screen, expected)
 
 
 def bar_text(screen: ReplayScreen) -> str:
@@ -308,7 +270,7 @@ async def test_the_console_opens_straight_into_a_replay(store):
     def opened(app: IcaeApp) -> None:
         open_replay(app, events, speed=0, label="recording x.jsonl")  # 0: all at once
 
-    app = replay_console(IcaeApp, opened, catalog=Catalog(), store=store)
+    app = IcaeApp(catalog=Catalog(), store=store, on_start=opened)
     async with app.run_test(size=SIZE) as pilot:
         await until(
             pilot, lambda: isinstance(app.screen, ReplayScreen) and app.screen.replay.finished

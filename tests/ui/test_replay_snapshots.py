@@ -9,19 +9,14 @@ look at the new SVGs before committing them.
 
 from __future__ import annotations
 
-import pytest
-
 from icae_tui.ui.screens.replay import ReplayScreen, open_replay
 
-from .helpers import recorded_run, until
-from .test_replay import Gate
-from .test_snapshots import SIZES, catalog, console  # noqa: F401  (fixtures)
+from .helpers import Gate, recorded_run, still_console, until
 
 POSITION = 31  # of the recorded run's events: evaluating, two cases done
 
 
-@pytest.mark.parametrize("size", SIZES)
-def test_replay_paused_part_way(snap_compare, catalog, store, size):  # noqa: F811
+def test_replay_paused_part_way(snap_compare, catalog, store, size):
     async def replaying(pilot) -> None:
         app = pilot.app
         session = open_replay(app, recorded_run(), sleep=Gate())
@@ -32,5 +27,5 @@ def test_replay_paused_part_way(snap_compare, catalog, store, size):  # noqa: F8
         assert isinstance(screen, ReplayScreen)
         await until(pilot, lambda: screen.results.planned and not screen.trace.pending)
 
-    app = console(catalog, store)
-    assert snap_compare(app, run_before=replaying, terminal_size=SIZES[size])
+    app = still_console(catalog, store)
+    assert snap_compare(app, run_before=replaying, terminal_size=size)

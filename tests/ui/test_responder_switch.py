@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 from textual.widgets import Select, Static
 
 from icae_tui.catalog import Catalog
@@ -21,14 +20,20 @@ from icae_tui.ui.screens.run_setup import RESPONDERS, RunSetupScreen
 from icae_tui.ui.widgets.clarifications import SWITCHES_SHOWN, earlier_switches_text
 from icae_tui.users.responders import Reply
 
-from .helpers import Q_COUNT, Q_OTHER, Q_UNKNOWN, FakeRun, finish, score, started, until
+from .helpers import (
+    Q_COUNT,
+    Q_OTHER,
+    Q_UNKNOWN,
+    FakeRun,
+    finish,
+    score,
+    started,
+    text_of,
+    until,
+)
 
 C001 = "Print error=unknown_op and exit 2."
 FALLBACK = "That is not specified; use your judgement."
-
-
-def text_of(screen: RunScreen, selector: str) -> str:
-    return str(screen.query_one(selector, Static).render())
 
 
 def kinds(screen: RunScreen) -> list[str]:
@@ -37,11 +42,6 @@ def kinds(screen: RunScreen) -> list[str]:
 
 def last(screen: RunScreen, kind: str) -> str:
     return [text for k, text in screen.clarify.turns if k == kind][-1]
-
-
-@pytest.fixture
-def mini(fixture_catalog):
-    return fixture_catalog.tasks["mini"]
 
 
 async def drawn_to_the_end(pilot, screen: RunScreen) -> None:

@@ -1,61 +1,54 @@
-"""The run screen fed with synthetic events: no Docker, no Run."""
+"""The run screen fed with synthetic events or a fake run: no Docker, no Run. Its header,
+trace, clarifications, results and status; cancelling (what it says and when it is done), an
+unknown score shown as a dash, a failed run's error shown whole, the status line forgetting
+an answered question."""
 
 from __future__ import annotations
 
 import asyncio
 
-import pytest
 from textual.widgets import Static
 
 from icae_tui.catalog import Catalog
 from icae_tui.display.sources import LiveSource, ReplaySource
 from icae_tui.domain.events import (
     CaseFinished,
+    CasesPlanned,
+    PhaseChanged,
     RunFinished,
     ScoreUpdated,
 )
 from icae_tui.domain.results import Verdict
+from icae_tui.evaluation.scoring import score as score_of
 from icae_tui.run import RunOutcome
 from icae_tui.ui.app import IcaeApp
 from icae_tui.ui.screens.dialogs import CaseDetailScreen, ConfirmScreen
 from icae_tui.ui.screens.run import RunScreen
 from icae_tui.ui.screens.task_list import TaskListScreen
-from icae_tui.ui.widgets.trace import LINE_LIMIT
+from icae_tui.ui.widgets.trace import LINE_LIMIT, WRAP_INDENT
 from tests.polling import eventually
 
 from .helpers import (
     CASE_IDS,
     HOSTILE_LINE,
+    PATTERNS,
     Q_UNKNOWN,
+    SPLITS,
     FakeRun,
     finish,
+    open_screen,
     result,
     score,
     started,
     stream,
+    text_of,
     until,
 )
 
 
-def text_of(screen: RunScreen, selector: str) -> str:
-    return str(screen.query_one(selector, Static).render())
-
-
-async def open_run_screen(app: IcaeApp, pilot, screen: RunScreen | None = None) -> RunScreen:
-    screen = screen or RunScreen()
-    await app.push_screen(screen)
-    await pilot.pause()
-    return screen
-
-
-@pytest.fixture
-def app(store):
-    return IcaeApp(catalog=Catalog(), store=store)
-
-
 async def test_hostile_output_is_shown_literally(app):
     async with app.run_test(size=(160, 45)) as pilot:
-        screen = await open_run_screen(app, pilot)
+        screen = await open_screen(app, pilot, RunScreen())
         for ev in stream():
             screen.handle_event(ev)
         screen.flush()
@@ -88,7 +81,7 @@ async def test_hostile_output_is_shown_literally(app):
 
 async def test_clarifications_show_who_answered_and_from_what(app):
     async with app.run_test(size=(160, 45)) as pilot:
-        screen = await open_run_screen(app, pilot)
+        screen = await open_screen(app, pilot, RunScreen())
         for ev in stream():
             screen.handle_event(ev)
         screen.flush()
@@ -105,7 +98,7 @@ async def test_clarifications_show_who_answered_and_from_what(app):
 
 async def test_results_fill_in_planned_order_and_update_in_place(app):
     async with app.run_test(size=(160, 45)) as pilot:
-        screen = await open_run_screen(app, pilot)
+        screen = await open_screen(app, pilot, RunScreen())
         for ev in stream():
             screen.handle_event(ev)
         screen.flush()
@@ -162,7 +155,7 @@ async def test_results_fill_in_planned_order_and_update_in_place(app):
 
 async def test_many_output_chunks_are_batched(app):
     async with app.run_test(size=(160, 45)) as pilot:
-        screen = await open_run_screen(app, pilot)
+        screen = await open_screen(app, pilot, RunScreen())
         screen.handle_event(started())
         from icae_tui.domain.events import AgentOutput
 
@@ -177,7 +170,7 @@ async def test_many_output_chunks_are_batched(app):
 
 async def test_failed_run_shows_the_error(app):
     async with app.run_test(size=(160, 45)) as pilot:
-        screen = await open_run_screen(app, pilot)
+        screen = await open_screen(app, pilot, RunScreen())
         screen.handle_event(started())
         screen.handle_event(
             RunFinished(status="failed", error="Docker engine lost mid-run: [b]boom[/b]\x1b[0m")
@@ -202,7 +195,7 @@ async def test_human_answers_through_the_input(fixture_catalog, store):
     fake = FakeRun(task, "human", script)
     app = IcaeApp(catalog=fixture_catalog, store=store)
     async with app.run_test(size=(160, 45)) as pilot:
-        screen = await open_run_screen(app, pilot, RunScreen(LiveSource(fake)))
+        screen = await open_screen(app, pilot, RunScreen(LiveSource(fake)))
         await until(pilot, lambda: screen.awaiting == 1)
         box = screen.answer_box
         assert box.display and box.has_focus
@@ -229,9 +222,7 @@ async def test_a_crashing_run_shows_a_message_not_a_traceback(fixture_catalog, s
 
     app = IcaeApp(catalog=fixture_catalog, store=store)
     async with app.run_test(size=(160, 45)) as pilot:
-        screen = await open_run_screen(
-            app, pilot, RunScreen(LiveSource(FakeRun(task, script=script)))
-        )
+        screen = await open_screen(app, pilot, RunScreen(LiveSource(FakeRun(task, script=script))))
         await until(pilot, lambda: "run crashed" in text_of(screen, "#status"))
         assert app.is_running and app.screen is screen
         assert "RuntimeError: store is [bold]gone[/]" in text_of(screen, "#status")
@@ -256,9 +247,7 @@ async def test_escape_while_running_asks_then_cancels_and_goes_back(fixture_cata
 
     app = IcaeApp(catalog=fixture_catalog, store=store)
     async with app.run_test(size=(160, 45)) as pilot:
-        screen = await open_run_screen(
-            app, pilot, RunScreen(LiveSource(FakeRun(task, script=script)))
-        )
+        screen = await open_screen(app, pilot, RunScreen(LiveSource(FakeRun(task, script=script))))
         assert screen.running
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
@@ -276,7 +265,7 @@ async def test_replay_of_stored_events(app):
     events = [*stream(), CaseFinished(result=result("public/upper#0"))]
     events.append(RunFinished(status="completed", score=score(1, 4, 0.25)))
     async with app.run_test(size=(160, 45)) as pilot:
-        screen = await open_run_screen(app, pilot, RunScreen(ReplaySource(events)))
+        screen = await open_screen(app, pilot, RunScreen(ReplaySource(events)))
         assert screen.results.verdicts() == ["accepted", "…", "…", "…"]
         assert "run completed" in text_of(screen, "#status")
         assert not screen.running
@@ -296,12 +285,148 @@ async def test_quit_while_running_cancels_the_run_cleanly(fixture_catalog, store
 
     app = IcaeApp(catalog=fixture_catalog, store=store)
     async with app.run_test(size=(160, 45)) as pilot:
-        screen = await open_run_screen(
-            app, pilot, RunScreen(LiveSource(FakeRun(task, script=script)))
-        )
+        screen = await open_screen(app, pilot, RunScreen(LiveSource(FakeRun(task, script=script))))
         assert app.running_runs()
         await pilot.press("ctrl+q")
         await eventually(lambda: app.return_code is not None, what="the app to quit", timeout=30)
     assert cleaned.is_set()
     assert app.return_code == 0
     assert screen.worker is not None and screen.worker.state.name == "CANCELLED"
+
+
+# --- cancelling, the score line, errors, the status line -------------------------------------
+
+
+async def test_cancel_says_what_it_does_and_when_it_is_done(mini, app):
+    stopped = asyncio.Event()  # the agent has stopped
+    removing = asyncio.Event()  # the run is removing its containers
+    removed = asyncio.Event()  # ... and is done
+
+    async def script(run: FakeRun) -> RunOutcome:
+        run.emit(started())
+        run.emit(PhaseChanged(phase="generate", detail="scripted:good"))
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            await stopped.wait()
+            run.emit(RunFinished(status="cancelled", error="cancelled by the operator"))
+            removing.set()
+            await removed.wait()
+            run.leftovers_removed = ["c1", "c2"]
+            raise
+        raise AssertionError("not cancelled")
+
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await open_screen(app, pilot, RunScreen(LiveSource(FakeRun(mini, script=script))))
+        await until(pilot, lambda: screen.view.phase == "generate")
+        await pilot.press("c")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await until(pilot, lambda: app.screen is screen and screen.cancelling)
+        assert screen.status_message == "cancelling: stopping the agent, removing containers…"
+        assert "phase cancelling…" in text_of(screen, "#run-header")
+
+        stopped.set()
+        await until(pilot, lambda: removing.is_set() and screen.finished is not None)
+        assert screen.status_message == "cancelling: run stopped, removing containers…"
+
+        removed.set()
+        await until(pilot, lambda: not screen.running and not screen.cancelling)
+        assert screen.status_message.startswith(
+            "run cancelled: containers removed (2 left over, removed by the final sweep)"
+        ), screen.status_message
+
+
+async def test_the_score_line_shows_a_dash_until_a_scored_case_is_done(store):
+    public = result("public/upper#0")
+    hidden = result("hidden/ops#0", Verdict.WRONG_ANSWER, "stdout differs", 0, "no\n")
+    app = IcaeApp(catalog=Catalog(), store=store)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await open_screen(app, pilot, RunScreen(ReplaySource([])))
+        for ev in (
+            started(),
+            CasesPlanned(case_ids=CASE_IDS, patterns=PATTERNS, splits=SPLITS),
+            CaseFinished(result=public),
+            ScoreUpdated(score=score_of([public], planned=4)),
+        ):
+            screen.handle_event(ev)
+        screen.flush()
+        await pilot.pause()
+        line = text_of(screen, "#score")
+        assert line.startswith("overall —  macro —"), line
+        assert "0.0%" not in line
+
+        screen.handle_event(RunFinished(status="cancelled", error="cancelled by the operator"))
+        screen.flush()
+        await pilot.pause()
+        assert text_of(screen, "#score").startswith("overall —  macro —")
+
+    app = IcaeApp(catalog=Catalog(), store=store)
+    async with app.run_test(size=(160, 45)) as pilot:  # a hidden case done: a real zero
+        screen = await open_screen(app, pilot, RunScreen(ReplaySource([])))
+        for ev in (
+            started(),
+            CasesPlanned(case_ids=CASE_IDS, patterns=PATTERNS, splits=SPLITS),
+            CaseFinished(result=hidden),
+            ScoreUpdated(score=score_of([hidden], planned=4)),
+        ):
+            screen.handle_event(ev)
+        screen.flush()
+        await pilot.pause()
+        assert text_of(screen, "#score").startswith("overall 0.0%  macro 0.0%")
+
+
+async def test_the_no_docker_error_is_shown_whole(mini, app):
+    error = (
+        "Docker engine at unix:///var/run/docker.sock is not answering (ClientConnectorError: "
+        "Cannot connect to unix socket /var/run/docker.sock ssl:default [No such file or "
+        "directory]). Start it with `scripts/engine.sh` (or `dockerd &`)."
+    )
+
+    async def script(run: FakeRun) -> RunOutcome:
+        run.emit(started())
+        run.emit(RunFinished(status="failed", error=error))
+        return RunOutcome(run.run_id, "failed", None, error)
+
+    told: list[tuple[str, dict]] = []
+    async with app.run_test(size=(60, 20)) as pilot:
+        screen = RunScreen(LiveSource(FakeRun(mini, script=script)))
+        screen.notify = lambda message, **kw: told.append((message, kw))  # type: ignore[method-assign]
+        await open_screen(app, pilot, screen)
+        await until(pilot, lambda: not screen.running and screen.finished is not None)
+        screen.flush()
+        await pilot.pause()
+        status = screen.query_one("#status", Static)
+        assert status.size.height > 1  # wrapped, not cut at one line
+        assert str(status.render()).startswith("run failed — Docker engine at")
+        assert any(error in message and kw.get("severity") == "error" for message, kw in told)
+        rows = "".join(row.removeprefix(WRAP_INDENT) for row in screen.trace.rows)
+        assert error in rows
+
+
+async def test_the_status_line_forgets_a_question_once_it_is_answered(mini, app):
+    release = asyncio.Event()
+
+    async def script(run: FakeRun) -> RunOutcome:
+        run.emit(started("human"))
+        await run.channel.ask(Q_UNKNOWN)
+        await release.wait()
+        return finish(run)
+
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await open_screen(
+            app, pilot, RunScreen(LiveSource(FakeRun(mini, "human", script)))
+        )
+        await until(pilot, lambda: screen.awaiting == 1)
+        assert "Q1" in screen.status_message
+        screen.trace.focus()
+        await pilot.press("1")  # simulated: it answers Q1 at once
+        await until(pilot, lambda: screen.awaiting is None and screen.view.pending is None)
+        await until(pilot, lambda: "Q1" not in screen.status_message)
+        await pilot.press("2")  # human again, nothing waits
+        await pilot.pause()
+        assert "Q1" not in screen.status_message and "simulated" not in screen.status_message
+        question = next(text for kind, text in screen.clarify.turns if kind == "question")
+        assert question.splitlines()[0].endswith("for simulated"), question
+        release.set()
+        await screen.worker.wait()

@@ -1,4 +1,4 @@
-"""Screenshots of the console, each screen at 80×24 and 200×60 (SIZES), compared with the
+"""Screenshots of the console, each screen at 80×24 and 200×60 (the `size` fixture), compared with the
 accepted ones in __snapshots__/.
 
 Stable by construction: fixed terminal sizes, animations off, the task's folder shown as a
@@ -7,19 +7,18 @@ a fixed event list (its clock comes from the events' timestamps), moved to its e
 (End) rather than played at its pace. The live run is a fake one (no Docker) whose events
 carry fixed timestamps and whose clock is fixed; the agents file of the chooser is read from
 a relative path, so no temporary folder shows.
+The fixtures that keep them so (`catalog`, `history`, `model_history`, `utc`, `size`) are in
+tests/ui/conftest.py, shared by every snapshot module.
 After an intended change of the console: `pytest tests/ui/test_snapshots.py --snapshot-update`,
 then look at the new SVGs before committing them.
 """
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
-import pytest
 from textual.widgets import Select
 
-from icae_tui.catalog import Catalog
 from icae_tui.display.sources import LiveSource
 from icae_tui.domain.events import (
     AgentCommand,
@@ -28,10 +27,7 @@ from icae_tui.domain.events import (
     AgentSaid,
     PhaseChanged,
 )
-from icae_tui.gateway import dump_calls
-from icae_tui.run import MODEL_CALLS_FILE, RunOutcome
-from icae_tui.store import RunStore
-from icae_tui.ui.app import IcaeApp
+from icae_tui.run import RunOutcome
 from icae_tui.ui.screens.case_detail import EditCaseScreen
 from icae_tui.ui.screens.dialogs import ConfirmScreen
 from icae_tui.ui.screens.model_calls import ModelCallsScreen
@@ -40,90 +36,24 @@ from icae_tui.ui.screens.run import RunScreen
 from icae_tui.ui.screens.run_setup import RunSetupScreen
 
 from .helpers import (
-    MODEL_RUN_ID,
     Q_UNKNOWN,
-    RECORDED_ID,
     RECORDED_T0,
     FakeRun,
     finish,
-    model_recording,
-    model_run,
-    recorded_run,
-    stamp,
     started,
+    still_console,
     until,
 )
-
-SIZES = {"80x24": (80, 24), "200x60": (200, 60)}  # the other modules parametrized by size import it
-SNAPSHOT_TASKS_ROOT = "tasks/mini"  # instead of this checkout's absolute path
-
-
-@pytest.fixture
-def utc(monkeypatch):
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
-
-
-@pytest.fixture
-def catalog(fixture_catalog) -> Catalog:
-    mini = fixture_catalog.tasks["mini"].model_copy(update={"root": SNAPSHOT_TASKS_ROOT})
-    return Catalog(tasks={"mini": mini})
-
-
-@pytest.fixture
-def history(store: RunStore) -> RunStore:
-    """Two stored runs: the recorded one (completed) and an older failed one."""
-    events = recorded_run()
-    store.create_run(RECORDED_ID, "mini", "scripted:good", "L1", "simulated", RECORDED_T0)
-    for ev in events:
-        store.append(ev)
-    store.finish_run(RECORDED_ID, "completed", events[-1].ts, 0.5)
-    older = "20231231-230000-0ld0ld"
-    store.create_run(older, "mini", "scripted:broken", "L2", "human", RECORDED_T0 - 3600)
-    for ev in stamp([started("human")], older, RECORDED_T0 - 3600):
-        store.append(ev)
-    store.finish_run(older, "failed", RECORDED_T0 - 3500, None, "Docker engine lost mid-run")
-    return store
-
-
-@pytest.fixture
-def model_history(store: RunStore) -> RunStore:
-    """One stored run of a model agent, with its limits and its recorded calls."""
-    events = model_run()
-    store.create_run(MODEL_RUN_ID, "mini", "model:local", "L1", "simulated", events[0].ts)
-    for ev in events:
-        store.append(ev)
-    store.finish_run(MODEL_RUN_ID, "completed", events[-1].ts, 1.0)
-    folder = store.artifacts_dir / MODEL_RUN_ID
-    folder.mkdir(parents=True)
-    (folder / MODEL_CALLS_FILE).write_text(dump_calls(model_recording()))
-    return store
-
-
-def console(catalog: Catalog, store: RunStore, **kwargs) -> IcaeApp:
-    app = IcaeApp(catalog=catalog, store=store, **kwargs)
-    app.animation_level = "none"
-    return app
-
-
-@pytest.fixture(params=SIZES)
-def size(request) -> tuple[int, int]:
-    """Each test at 80×24 and at 200×60 (its snapshots: name[80x24], name[200x60])."""
-    return SIZES[request.param]
-
 
 # --- the task list, run setup, history ------------------------------------------------------
 
 
 def test_task_list(snap_compare, catalog, store, size):
-    assert snap_compare(console(catalog, store), terminal_size=size)
+    assert snap_compare(still_console(catalog, store), terminal_size=size)
 
 
 def test_run_setup(snap_compare, catalog, store, size):
-    assert snap_compare(console(catalog, store), press=["enter"], terminal_size=size)
+    assert snap_compare(still_console(catalog, store), press=["enter"], terminal_size=size)
 
 
 AGENTS = """\
@@ -159,12 +89,12 @@ def test_agent_chooser(snap_compare, catalog, store, size, tmp_path, monkeypatch
         await pilot.press("enter")  # the agent chooser has the focus: open it
         await until(pilot, lambda: app.screen.query_one("#agent", Select).expanded)
 
-    app = console(catalog, store, agent_files=[Path("agents.toml")])
+    app = still_console(catalog, store, agent_files=[Path("agents.toml")])
     assert snap_compare(app, run_before=chooser_open, terminal_size=size)
 
 
 def test_history(snap_compare, catalog, history, utc, size):
-    assert snap_compare(console(catalog, history), press=["h"], terminal_size=size)
+    assert snap_compare(still_console(catalog, history), press=["h"], terminal_size=size)
 
 
 # --- a stored run replayed: the run screen, a case, the model calls, the trace's prompt -------
@@ -173,7 +103,7 @@ def test_history(snap_compare, catalog, history, utc, size):
 def test_finished_run_replayed(snap_compare, catalog, history, utc, size):
     """End: the replay's final state at once (the replay bar says so)."""
     keys = ["h", "enter", "end"]
-    assert snap_compare(console(catalog, history), press=keys, terminal_size=size)
+    assert snap_compare(still_console(catalog, history), press=keys, terminal_size=size)
 
 
 def test_trace_search_prompt(snap_compare, catalog, history, utc, size):
@@ -186,13 +116,13 @@ def test_trace_search_prompt(snap_compare, catalog, history, utc, size):
         await until(pilot, lambda: isinstance(app.screen, PromptScreen))
         await pilot.press(*"error")
 
-    app = console(catalog, history)
+    app = still_console(catalog, history)
     assert snap_compare(app, run_before=searching, terminal_size=size)
 
 
 def test_case_detail(snap_compare, catalog, history, utc, size):
     keys = ["h", "enter", "end", "r", "down", "enter"]  # the results, the second case, its details
-    assert snap_compare(console(catalog, history), press=keys, terminal_size=size)
+    assert snap_compare(still_console(catalog, history), press=keys, terminal_size=size)
 
 
 def test_edit_case(snap_compare, catalog, store, size):
@@ -206,13 +136,13 @@ def test_edit_case(snap_compare, catalog, store, size):
         await pilot.app.push_screen(screen)
         await until(pilot, lambda: pilot.app.screen is screen and screen.is_mounted)
 
-    assert snap_compare(console(catalog, store), run_before=editing, terminal_size=size)
+    assert snap_compare(still_console(catalog, store), run_before=editing, terminal_size=size)
 
 
 def test_model_run_replayed(snap_compare, catalog, model_history, utc, size):
     """The header's second line: steps, time, calls, tokens (≥80 %) and cost (reached)."""
     keys = ["h", "enter", "end"]
-    assert snap_compare(console(catalog, model_history), press=keys, terminal_size=size)
+    assert snap_compare(still_console(catalog, model_history), press=keys, terminal_size=size)
 
 
 def test_model_calls(snap_compare, catalog, model_history, utc, size):
@@ -224,7 +154,9 @@ def test_model_calls(snap_compare, catalog, model_history, utc, size):
         await until(pilot, lambda: isinstance(app.screen, ModelCallsScreen)
                     and "reply (finish: stop)" in app.screen.detail_text)  # fmt: skip
 
-    assert snap_compare(console(catalog, model_history), run_before=expanded, terminal_size=size)
+    assert snap_compare(
+        still_console(catalog, model_history), run_before=expanded, terminal_size=size
+    )
 
 
 # --- a live run (a fake one: no Docker) waiting for the operator's answer ---------------------
@@ -272,7 +204,7 @@ def test_live_run_waits_for_the_answer(snap_compare, catalog, store, size):
     async def waiting(pilot) -> None:
         await waiting_for_the_answer(pilot, fake)
 
-    assert snap_compare(console(catalog, store), run_before=waiting, terminal_size=size)
+    assert snap_compare(still_console(catalog, store), run_before=waiting, terminal_size=size)
 
 
 def test_confirm_leaving_a_live_run(snap_compare, catalog, store, size):
@@ -287,4 +219,4 @@ def test_confirm_leaving_a_live_run(snap_compare, catalog, store, size):
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(pilot.app.screen, ConfirmScreen))
 
-    assert snap_compare(console(catalog, store), run_before=confirming, terminal_size=size)
+    assert snap_compare(still_console(catalog, store), run_before=confirming, terminal_size=size)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from icae_tui.catalog import Catalog
-from icae_tui.store import RunStore
-from icae_tui.ui.app import IcaeApp
 from tests.generated_catalog import catalog_of, generated
+
+from .helpers import still_console
 
 SMALL_TERMINAL = (80, 24)
 LARGE_TERMINAL = (200, 60)
@@ -23,28 +23,26 @@ def browser_catalog(fixture_catalog) -> Catalog:
     return catalog_of([mini, *generated(60)])
 
 
-def console(catalog: Catalog, store: RunStore) -> IcaeApp:
-    app = IcaeApp(catalog=catalog, store=store)
-    app.animation_level = "none"
-    return app
-
-
 def test_task_list_80x24(snap_compare, browser_catalog, store):
-    assert snap_compare(console(browser_catalog, store), terminal_size=SMALL_TERMINAL)
+    assert snap_compare(still_console(browser_catalog, store), terminal_size=SMALL_TERMINAL)
 
 
 def test_task_list_200x60(snap_compare, browser_catalog, store):
-    assert snap_compare(console(browser_catalog, store), terminal_size=LARGE_TERMINAL)
+    assert snap_compare(still_console(browser_catalog, store), terminal_size=LARGE_TERMINAL)
 
 
 def test_task_search_80x24(snap_compare, browser_catalog, store):
     """`csv` typed: the csv tasks ranked, the counts of each filter follow the search."""
     keys = ["slash", "c", "s", "v"]
-    assert snap_compare(console(browser_catalog, store), press=keys, terminal_size=SMALL_TERMINAL)
+    assert snap_compare(
+        still_console(browser_catalog, store), press=keys, terminal_size=SMALL_TERMINAL
+    )
 
 
 def test_task_search_filters_and_cases_200x60(snap_compare, browser_catalog, store):
     """`csv`, back to the list, the small ones only, the second highlighted, its case counts
     per pattern (the preview's last tab)."""
     keys = ["slash", "c", "s", "v", "enter", "s", "down", "left_square_bracket"]
-    assert snap_compare(console(browser_catalog, store), press=keys, terminal_size=LARGE_TERMINAL)
+    assert snap_compare(
+        still_console(browser_catalog, store), press=keys, terminal_size=LARGE_TERMINAL
+    )

@@ -14,6 +14,7 @@ from icae_tui.ui.screens.run_setup import RunSetupScreen
 from icae_tui.ui.screens.task_list import TaskListScreen
 from icae_tui.ui.widgets.task_table import TaskTable
 from tests.conftest import FIXTURE_TASKS
+from tests.task_copies import copy_mini
 
 from .helpers import until
 
@@ -40,8 +41,7 @@ async def test_lists_the_fixture_task(fixture_catalog, store):
 
 
 async def test_malformed_task_is_reported_with_its_path(tmp_path, store):
-    tasks = tmp_path / "tasks"
-    shutil.copytree(FIXTURE_TASKS / "mini", tasks / "mini")
+    tasks = copy_mini(tmp_path).parent
     broken = tasks / "broken"
     shutil.copytree(FIXTURE_TASKS / "mini", broken)
     (broken / "task.toml").write_text('id = "broken"\ntitle = [unclosed\n', encoding="utf-8")
@@ -88,8 +88,7 @@ async def test_enter_opens_setup_and_escape_cancels(fixture_catalog, store):
 
 
 async def test_setup_without_solutions_cannot_start(tmp_path, store):
-    tasks = tmp_path / "tasks"
-    shutil.copytree(FIXTURE_TASKS / "mini", tasks / "mini")
+    tasks = copy_mini(tmp_path).parent
     shutil.rmtree(tasks / "mini" / "solutions")
     catalog = load_catalog(tasks)
     app = IcaeApp(catalog=catalog, store=store)

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from rich.cells import cell_len
 
-from icae_tui.catalog import Catalog
 from icae_tui.display.sources import ReplaySource
 from icae_tui.display.trace_filter import TraceFilter
 from icae_tui.display.view import TraceLine
@@ -20,18 +18,11 @@ from icae_tui.ui.screens.prompt import PromptScreen
 from icae_tui.ui.screens.run import RunScreen
 from icae_tui.ui.widgets.trace import MAX_LINES, MAX_ROWS, WRAP_INDENT, TraceLog
 
-from .helpers import started, until
-
-
-@pytest.fixture
-def app(store):
-    return IcaeApp(catalog=Catalog(), store=store)
+from .helpers import open_screen, started, until
 
 
 async def open_trace(app: IcaeApp, pilot, *events) -> tuple[RunScreen, TraceLog]:
-    screen = RunScreen(ReplaySource([]))
-    await app.push_screen(screen)
-    await until(pilot, lambda: app.screen is screen and screen.is_mounted)
+    screen = await open_screen(app, pilot, RunScreen(ReplaySource([])))
     for ev in (started(), *events):
         screen.handle_event(ev)
     screen.flush()
@@ -292,3 +283,77 @@ async def test_a_hundred_thousand_lines_keep_at_most_the_bounded_rows(app):
         assert trace.lines[-1].startswith("  out│ 99999 ")
         assert trace.is_vertical_scroll_end
         assert in_view(trace)[-1].startswith(WRAP_INDENT + "word")
+
+
+# --- following and wrapping ------------------------------------------------------------------
+
+
+def follow_label(screen: RunScreen) -> str:
+    return screen.active_bindings["f"].binding.description
+
+
+async def test_follow_shows_its_state_and_scrolling_up_pauses_it(app):
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_screen(app, pilot, RunScreen(ReplaySource([])))
+        trace = screen.trace
+        screen.handle_event(started())
+        screen.handle_event(output(300))
+        screen.flush()
+        await pilot.pause()
+        assert trace.is_vertical_scroll_end
+        assert follow_label(screen) == "Follow on"
+        assert not trace.border_subtitle
+
+        trace.focus()
+        await pilot.press("pageup")
+        await pilot.wait_for_scheduled_animations()
+        await pilot.pause()
+        assert not trace.auto_scroll and not trace.is_vertical_scroll_end
+        assert trace.border_subtitle == "paused — f to follow"
+        assert follow_label(screen) == "Follow off"
+        y = trace.scroll_y
+        screen.handle_event(output(600, 300))
+        screen.flush()
+        await pilot.pause()
+        assert trace.scroll_y == y  # paused: new lines do not move the view
+
+        await pilot.press("f")
+        await pilot.pause()
+        assert trace.auto_scroll and trace.is_vertical_scroll_end
+        assert follow_label(screen) == "Follow on" and not trace.border_subtitle
+        await pilot.press("f")
+        await pilot.pause()
+        assert not trace.auto_scroll and follow_label(screen) == "Follow off"
+        assert trace.border_subtitle == "paused — f to follow"
+
+
+async def test_long_lines_wrap_to_the_trace_width(app):
+    said = " ".join(f"word{i}" for i in range(120))
+    logical = "agent › " + said
+    async with app.run_test(size=(100, 40)) as pilot:
+        screen = await open_screen(app, pilot, RunScreen(ReplaySource([])))
+        trace = screen.trace
+        screen.handle_event(started())
+        screen.handle_event(AgentSaid(text=said))
+        screen.flush()
+        await pilot.pause()
+
+        def rows_of_said() -> list[str]:
+            rows = list(trace.rows)
+            first = next(i for i, row in enumerate(rows) if row.startswith("agent › "))
+            rest = [row for row in rows[first + 1 :] if row.startswith(WRAP_INDENT)]
+            return [rows[first], *rest]
+
+        width = trace.scrollable_content_region.width
+        assert logical in trace.lines  # the trace's lines stay whole
+        rows = rows_of_said()
+        assert len(rows) > 1 and all(cell_len(row) <= width for row in trace.rows)
+        assert rows[0] + "".join(row[len(WRAP_INDENT) :] for row in rows[1:]) == logical
+        assert trace.max_scroll_x == 0
+
+        await pilot.resize_terminal(160, 40)
+        await until(pilot, lambda: trace.scrollable_content_region.width > width)
+        await pilot.pause()
+        wider = trace.scrollable_content_region.width
+        assert all(cell_len(row) <= wider for row in trace.rows)
+        assert len(rows_of_said()) < len(rows)  # wrapped again, to the new width

@@ -4,19 +4,14 @@ from __future__ import annotations
 
 import io
 
-import pytest
 from textual.widgets import Static
 
-from icae_tui.catalog import Catalog
 from icae_tui.display.sources import LiveSource, ReplaySource
 from icae_tui.display.view import RunView
-from icae_tui.display.wording import plain
 from icae_tui.headless import PlainPrinter
-from icae_tui.ui.app import IcaeApp
 from icae_tui.ui.screens.run import RunScreen
-from icae_tui.ui.widgets.trace import SHOWN_ELSEWHERE
 
-from .helpers import RECORDED_T0, FakeRun, recorded_run, until
+from .helpers import RECORDED_T0, FakeRun, assert_drawn, recorded_run, until
 
 
 def printed(events: list) -> RunView:
@@ -26,24 +21,11 @@ def printed(events: list) -> RunView:
     return printer.view
 
 
-def assert_drawn(screen: RunScreen) -> None:
-    """The widgets show the view: every trace line (cases and score have their own
-    widgets), every turn, every case, the status."""
-    view = screen.view
-    screen.flush()
-    assert list(screen.trace.lines) == [
-        line.text for line in view.trace if line.kind not in SHOWN_ELSEWHERE
-    ]
-    assert [kind for kind, _ in screen.clarify.turns] == [t.kind for t in view.turns]
-    assert screen.results.planned == list(view.cases)
-    assert screen.results.verdicts() == [row.verdict or "…" for row in view.cases.values()]
-    assert screen.status_message == plain(view.status)
+def drawn(screen: RunScreen) -> None:
+    """The widgets show the screen's view (its trace, turns, cases and status), the score
+    included."""
+    assert_drawn(screen, screen.view)
     assert "50.0%" in str(screen.query_one("#score", Static).render())
-
-
-@pytest.fixture
-def app(store):
-    return IcaeApp(catalog=Catalog(), store=store)
 
 
 async def test_a_replay_holds_the_printers_view(app):
@@ -54,7 +36,7 @@ async def test_a_replay_holds_the_printers_view(app):
         await pilot.pause()
         assert type(screen.view) is RunView
         assert screen.view == printed(events)
-        assert_drawn(screen)
+        drawn(screen)
         assert "01:51" in str(screen.query_one("#run-header", Static).render())  # events' clock
 
 
@@ -73,5 +55,5 @@ async def test_a_live_run_holds_the_printers_view(fixture_catalog, app):
         await app.push_screen(screen)
         await until(pilot, lambda: screen.worker is not None and screen.worker.is_finished)
         assert screen.view == printer.view == printed(events)
-        assert_drawn(screen)
+        drawn(screen)
         assert not screen.answer_box.display  # Q2 waited for the operator, then was answered

@@ -10,18 +10,13 @@ then look at the new SVGs before committing them.
 
 from __future__ import annotations
 
-import pytest
-
 from icae_tui.display.sources import ReplaySource
 from icae_tui.ui.screens.run import RunScreen
 
-from .helpers import until
-from .test_snapshots import SIZES, catalog, console, utc  # noqa: F401  (fixtures)
-from .test_watching import evaluating
+from .helpers import evaluating, still_console, until
 
 
-@pytest.mark.parametrize("size", SIZES)
-def test_evaluating_with_failures_only(snap_compare, catalog, store, utc, size):  # noqa: F811
+def test_evaluating_with_failures_only(snap_compare, catalog, store, utc, size):
     """Evaluating: the progress line (2/4 cases, the time so far, the estimate); the results
     table showing failures only, sorted by verdict, its query in the border's subtitle."""
 
@@ -32,5 +27,5 @@ def test_evaluating_with_failures_only(snap_compare, catalog, store, utc, size):
         await pilot.press("r", "x", "s", "s", "s")  # the results; failures only; by verdict
         await until(pilot, lambda: screen.results.results_query.sort == "verdict")
 
-    app = console(catalog, store)
-    assert snap_compare(app, run_before=watching, terminal_size=SIZES[size])
+    app = still_console(catalog, store)
+    assert snap_compare(app, run_before=watching, terminal_size=size)

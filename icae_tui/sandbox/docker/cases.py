@@ -17,7 +17,7 @@ import aiodocker
 import aiohttp
 
 from icae_tui.domain.outcome import SideOutcome
-from icae_tui.domain.results import SideRun
+from icae_tui.domain.results import BoxState, SideRun
 from icae_tui.errors import BoxError
 from icae_tui.sandbox.base import DISPLAY_CAP, CaseCall, ExecResult
 from icae_tui.sandbox.docker.containers import Container
@@ -37,7 +37,7 @@ from icae_tui.sandbox.docker.sides import (
     walk_work,
     write_fixtures,
 )
-from icae_tui.sandbox.effects import Entry, FileChanges, to_file_changes
+from icae_tui.sandbox.effects import Change, Entry, FileChanges, to_file_changes
 
 # What the engine or a box can do to one side of a case: a refused or failed call, a box
 # gone, a freeze that did not take, a host view that could not be read.
@@ -75,7 +75,7 @@ async def _run(pool: SidePool, call: CaseCall) -> SideOutcome:
     workdir = call.workdir
     box: Box = await pool.take()
     c, view = box.container, box.view
-    state = "fallback" if view is None else ("reused" if box.cases_served else "fresh")
+    state: BoxState = "fallback" if view is None else ("reused" if box.cases_served else "fresh")
     res: ExecResult | None = None
     seen = _Aftermath()
     try:
@@ -147,7 +147,7 @@ async def _run(pool: SidePool, call: CaseCall) -> SideOutcome:
         changes=seen.changes,
         changes_total=seen.changes.total,
         changes_sha256=seen.changes.sha256,
-        state=state,  # type: ignore[arg-type]
+        state=state,
     )
     return SideOutcome(side, res.stdout)
 
@@ -183,7 +183,7 @@ async def _observe(
     return seen
 
 
-def _changes(call: CaseCall, diff: dict[str, tuple[str, Entry]]) -> FileChanges:
+def _changes(call: CaseCall, diff: dict[str, Change]) -> FileChanges:
     return to_file_changes(diff, workdir=call.workdir, ignore=call.ignore, noise=ENGINE_NOISE)
 
 

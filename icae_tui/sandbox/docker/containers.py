@@ -16,9 +16,9 @@ import shlex
 import socket
 import tarfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import aiodocker
 
@@ -382,13 +382,23 @@ async def _bound_disk(container: Container, limit: int, guard: DiskGuard) -> Dis
     return DiskBound(limit=limit, guard=guard)
 
 
-@contextlib.asynccontextmanager
-async def container(
-    docker: aiodocker.Docker, image: str, **kwargs: object
-) -> AsyncIterator[Container]:
-    c = await create_container(docker, image, **kwargs)  # type: ignore[arg-type]
-    try:
-        yield c
-    finally:
-        # Shielded so a cancelled run still removes what it created.
-        await asyncio.shield(c.remove())
+_P = ParamSpec("_P")
+
+
+def _removed_after(
+    create: Callable[_P, Awaitable[Container]],
+) -> Callable[_P, contextlib.AbstractAsyncContextManager[Container]]:
+    @contextlib.asynccontextmanager
+    async def managed(*args: _P.args, **kwargs: _P.kwargs) -> AsyncIterator[Container]:
+        c = await create(*args, **kwargs)
+        try:
+            yield c
+        finally:
+            # Shielded so a cancelled run still removes what it created.
+            await asyncio.shield(c.remove())
+
+    return managed
+
+
+# `create_container` as an async context manager: the container is removed when it ends.
+container = _removed_after(create_container)

@@ -37,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from icae_tui.errors import SandboxError
 from icae_tui.sandbox.base import DEFAULT_DISK_BYTES, DiskBound, DiskGuard
 
 log = logging.getLogger(__name__)
@@ -130,7 +131,7 @@ def quota_works(data_root: Path) -> bool:
         _remove_subvolume(probe)
 
 
-class LayerNotBounded(RuntimeError):
+class LayerNotBounded(SandboxError):
     """A box's layer could not be made a subvolume with a quota (then it is watched)."""
 
 

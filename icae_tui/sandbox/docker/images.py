@@ -22,7 +22,7 @@ import aiodocker
 
 from icae_tui.domain.task import Task
 from icae_tui.errors import ImageBuildError
-from icae_tui.sandbox.base import Limits, ProgressFn, TaskImages, wrapper_script
+from icae_tui.sandbox.base import Limits, ProgressFn, Role, TaskImages, wrapper_script
 from icae_tui.sandbox.capture import Digest
 from icae_tui.sandbox.docker.containers import Container, create_container
 from icae_tui.sandbox.docker.engine import LABEL_TOOL, TOOL_NAME
@@ -107,13 +107,13 @@ def _hash_tree(h: Digest, root: Path) -> None:
             h.update(path.read_bytes())
 
 
-def recipe_hash(task: Task, base_id: str, role: str) -> str:
+def recipe_hash(task: Task, base_id: str, role: Role) -> str:
     h = hashlib.sha256()
     h.update(f"{role}\0{base_id}\0".encode())
     h.update(task.spec.image.model_dump_json().encode())
     h.update(task.spec.delivery.workspace.encode())
     h.update(task.spec.cases.workdir.encode())
-    if role == "oracle":
+    if role == Role.ORACLE:
         h.update(task.spec.oracle.model_dump_json().encode())
         h.update(task.spec.interface.model_dump_json().encode())
         _hash_tree(h, Path(task.root) / "oracle")
@@ -140,7 +140,7 @@ async def ensure_task_images(
 ) -> TaskImages:
     base = await ensure_base_image(docker, progress, name=task.spec.image.base)
     base_id = (await docker.images.inspect(base))["Id"]
-    agent = f"icae-agent-{task.id}:{recipe_hash(task, base_id, 'agent')}"
+    agent = f"icae-agent-{task.id}:{recipe_hash(task, base_id, Role.AGENT)}"
     if not await image_exists(docker, agent):
         progress(f"building {agent}")
         c = await create_container(
@@ -154,7 +154,7 @@ async def ensure_task_images(
         finally:
             await c.remove()
     agent_id = (await docker.images.inspect(agent))["Id"]
-    oracle = f"icae-oracle-{task.id}:{recipe_hash(task, agent_id, 'oracle')}"
+    oracle = f"icae-oracle-{task.id}:{recipe_hash(task, agent_id, Role.ORACLE)}"
     if not await image_exists(docker, oracle):
         progress(f"building {oracle}")
         c = await create_container(

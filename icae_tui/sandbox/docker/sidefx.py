@@ -5,7 +5,7 @@ is no change). The records a case keeps are made from this by `sandbox/effects.p
 from __future__ import annotations
 
 from icae_tui.sandbox.docker.hostview import Budget, HostView
-from icae_tui.sandbox.effects import Entry
+from icae_tui.sandbox.effects import Change, Entry
 
 
 def _lower_entry(view: HostView, path: str, budget: Budget) -> Entry | None:
@@ -16,9 +16,9 @@ def _lower_entry(view: HostView, path: str, budget: Budget) -> Entry | None:
 
 def layer_diff(
     view: HostView, before: dict[str, Entry], after: dict[str, Entry]
-) -> dict[str, tuple[str, Entry]]:
+) -> dict[str, Change]:
     """path → (added|modified|deleted, entry after) for every effective change."""
-    out: dict[str, tuple[str, Entry]] = {}
+    out: dict[str, Change] = {}
     budget = Budget()  # one hashing budget for all the image files this diff looks at
     for path in sorted(before.keys() | after.keys()):
         old, new = before.get(path), after.get(path)

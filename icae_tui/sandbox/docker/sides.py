@@ -58,7 +58,7 @@ from icae_tui.sandbox.docker.hostview import (
 )
 from icae_tui.sandbox.docker.keepalive import KEEPALIVE_DIR, host_keepalive
 from icae_tui.sandbox.docker.sidefx import layer_diff
-from icae_tui.sandbox.effects import Entry
+from icae_tui.sandbox.effects import Change, Entry
 
 log = logging.getLogger(__name__)
 
@@ -469,7 +469,7 @@ def host_effects(
     before: dict[str, Entry],
     before_states: dict[str, State],
     before_work: dict[str, Entry],
-) -> tuple[dict[str, Entry], dict[str, tuple[str, Entry]]]:
+) -> tuple[dict[str, Entry], dict[str, Change]]:
     """The writable layer after the case, and every effective change: in the layer, in the
     tmpfs work directory, under /dev (/dev/shm, /dev/mqueue, modes) and in the /etc mounts."""
     assert box.view is not None
@@ -762,12 +762,10 @@ async def fallback_snapshot(docker: aiodocker.Docker, c: Container) -> dict[str,
     return entries
 
 
-def fallback_diff(
-    before: dict[str, Entry], after: dict[str, Entry]
-) -> dict[str, tuple[str, Entry]]:
+def fallback_diff(before: dict[str, Entry], after: dict[str, Entry]) -> dict[str, Change]:
     """Like `layer_diff`, without a view of the image: a path first seen changed is
     `added` (or `deleted`); one seen before the case and changed since is `modified`."""
-    out: dict[str, tuple[str, Entry]] = {}
+    out: dict[str, Change] = {}
     for path in sorted(before.keys() | after.keys()):
         old, new = before.get(path), after.get(path)
         if old == new:

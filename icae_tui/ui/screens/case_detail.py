@@ -20,12 +20,12 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.console import Group, RenderableType
 from rich.text import Text
 from textual.app import ComposeResult, SuspendNotSupported
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static, TextArea
@@ -92,11 +92,14 @@ class EditCaseScreen(ModalScreen[CaseEdit | None]):
     """The case's command (command tasks) and its input as JSON, to re-run it edited. The
     input must parse as JSON and a command must not be empty: else it says why and stays."""
 
-    BINDINGS = [
-        Binding("escape", "cancel", "Cancel"),
-        Binding("ctrl+s", "submit", "Re-run", priority=True),
-    ]
-    BINDINGS = keyed("edit_case", BINDINGS)  # action ids for keymap.toml (ui/keymap.py)
+    # action ids for keymap.toml (ui/keymap.py)
+    BINDINGS: ClassVar[list[BindingType]] = keyed(
+        "edit_case",
+        [
+            Binding("escape", "cancel", "Cancel"),
+            Binding("ctrl+s", "submit", "Re-run", priority=True),
+        ],
+    )
 
     def __init__(self, ref: CaseRef, kind: str, command: str = "") -> None:
         """`ref`: the case as last run; `command`: the line it runs when it has none of its
@@ -182,14 +185,17 @@ class Pending:
 
 
 class CaseDetailScreen(ModalScreen[None]):
-    BINDINGS = [
-        Binding("escape,q,enter", "close", "Close"),
-        Binding("r", "rerun", "Re-run"),
-        Binding("e", "edit", "Edit & re-run"),
-        Binding("s", "shell('delivery')", "Shell: delivery"),
-        Binding("o", "shell('oracle')", "Shell: oracle"),
-    ]
-    BINDINGS = keyed("case", BINDINGS)  # action ids for keymap.toml (ui/keymap.py)
+    # action ids for keymap.toml (ui/keymap.py)
+    BINDINGS: ClassVar[list[BindingType]] = keyed(
+        "case",
+        [
+            Binding("escape,q,enter", "close", "Close"),
+            Binding("r", "rerun", "Re-run"),
+            Binding("e", "edit", "Edit & re-run"),
+            Binding("s", "shell('delivery')", "Shell: delivery"),
+            Binding("o", "shell('oracle')", "Shell: oracle"),
+        ],
+    )
 
     def __init__(
         self,
@@ -341,12 +347,17 @@ class CaseDetailScreen(ModalScreen[None]):
         )
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker is not self.rerun_worker or self.pending is None or not self.is_attached:
+        worker = self.rerun_worker
+        if worker is None or event.worker is not worker:
+            return
+        if self.pending is None or not self.is_attached:
             return
         pending = self.pending
         if event.state == WorkerState.SUCCESS:
             self.pending = None
-            self.rerun_done(pending, event.worker.result)
+            result = worker.result
+            assert result is not None  # a worker that succeeded holds its result
+            self.rerun_done(pending, result)
         elif event.state in (WorkerState.ERROR, WorkerState.CANCELLED):
             self.pending = None
             err = event.worker.error

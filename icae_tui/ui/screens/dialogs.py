@@ -3,9 +3,11 @@ is in `case_detail.py` (imported here too, where the run screen has always found
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
@@ -21,11 +23,14 @@ OUTPUT_LIMIT = 20_000
 
 
 class ConfirmScreen(ModalScreen[bool]):
-    BINDINGS = [
-        Binding("escape,n", "answer(False)", "No"),
-        Binding("y", "answer(True)", "Yes"),
-    ]
-    BINDINGS = keyed("confirm", BINDINGS)  # action ids for keymap.toml (ui/keymap.py)
+    # action ids for keymap.toml (ui/keymap.py)
+    BINDINGS: ClassVar[list[BindingType]] = keyed(
+        "confirm",
+        [
+            Binding("escape,n", "answer(False)", "No"),
+            Binding("y", "answer(True)", "Yes"),
+        ],
+    )
 
     def __init__(self, question: str, yes: str = "Yes", no: str = "No") -> None:
         super().__init__()

@@ -3,9 +3,11 @@ the keys as remapped by keymap.toml), each with what it does and its action id."
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Static
@@ -57,9 +59,11 @@ class HelpScreen(ModalScreen[None]):
         color: $text-muted;
     }
     """
-    BINDINGS = keyed("help", [Binding("escape,q,question_mark,f1", "close", "Close")])
+    BINDINGS: ClassVar[list[BindingType]] = keyed(
+        "help", [Binding("escape,q,question_mark,f1", "close", "Close")]
+    )
 
-    def __init__(self, target: Screen[object]) -> None:
+    def __init__(self, target: Screen[Any]) -> None:
         """`target`: the screen whose keys are listed (the one below)."""
         super().__init__()
         self.target = target

@@ -12,10 +12,11 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Header, Static
 
@@ -37,10 +38,13 @@ DEMO = "recorded demo"
 
 
 class HistoryScreen(Screen[None]):
-    BINDINGS = [
-        Binding("escape,q", "back", "Back"),
-    ]
-    BINDINGS = keyed("history", BINDINGS)  # action ids for keymap.toml (ui/keymap.py)
+    # action ids for keymap.toml (ui/keymap.py)
+    BINDINGS: ClassVar[list[BindingType]] = keyed(
+        "history",
+        [
+            Binding("escape,q", "back", "Back"),
+        ],
+    )
 
     def __init__(
         self,

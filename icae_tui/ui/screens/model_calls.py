@@ -13,10 +13,11 @@ from __future__ import annotations
 import asyncio
 import threading
 from pathlib import Path
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
@@ -70,12 +71,15 @@ class CallRecording:
 
 
 class ModelCallsScreen(Screen[None]):
-    BINDINGS = [
-        Binding("escape,q", "back", "Back"),
-        Binding("d", "focus('#call-detail')", "Details"),
-        Binding("t", "focus('#calls')", "Table", show=False),
-    ]
-    BINDINGS = keyed("calls", BINDINGS)  # action ids for keymap.toml (ui/keymap.py)
+    # action ids for keymap.toml (ui/keymap.py)
+    BINDINGS: ClassVar[list[BindingType]] = keyed(
+        "calls",
+        [
+            Binding("escape,q", "back", "Back"),
+            Binding("d", "focus('#call-detail')", "Details"),
+            Binding("t", "focus('#calls')", "Table", show=False),
+        ],
+    )
 
     def __init__(self, view: RunView, path: Path | None, *, live: bool = False) -> None:
         super().__init__()
@@ -128,9 +132,9 @@ class ModelCallsScreen(Screen[None]):
         event.stop()
         key = event.row_key.value or ""
         if key.isdigit():
-            self.expand(int(key))
+            self.show_call(int(key))
 
-    def expand(self, index: int) -> None:
+    def show_call(self, index: int) -> None:
         """Show call `index`: its figures at once, its bodies once read."""
         ev = next((c for c in self.view.calls if c.index == index), None)
         if ev is None:

@@ -3,9 +3,11 @@ Enter gives the text typed, Escape None. What is under it stays in view and keep
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
@@ -39,7 +41,7 @@ class PromptScreen(ModalScreen[str | None]):
         color: $text-muted;
     }
     """
-    BINDINGS = keyed("prompt", [Binding("escape", "cancel", "Cancel")])
+    BINDINGS: ClassVar[list[BindingType]] = keyed("prompt", [Binding("escape", "cancel", "Cancel")])
 
     def __init__(self, label: str, value: str = "", hint: str = "") -> None:
         super().__init__()

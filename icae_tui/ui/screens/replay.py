@@ -22,10 +22,10 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar
 
 from textual.app import App, ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.widgets import Input, TextArea
 from textual.worker import Worker, WorkerState
 
@@ -41,10 +41,8 @@ from icae_tui.ui.screens.run import RunScreen
 from icae_tui.ui.widgets.footer import Footer
 from icae_tui.ui.widgets.replay_bar import ReplayBar
 
-AppT = TypeVar("AppT", bound=App[Any])
-
 REPLAY_GROUP = "icae-replay"  # not the run group: quitting has nothing to cancel for a replay
-PRIORITY_ACTIONS = frozenset({"toggle", "seek", "start", "end"})  # keys a text box types
+PRIORITY_ACTIONS = frozenset({"play_pause", "seek", "start", "end"})  # keys a text box types
 SEEK_FRACTION = 0.05  # ← and → move this much of the run's time
 SHOW_RETRY_S = 0.05  # a dialog is closing over the replay: show the fresh screen after it
 
@@ -188,13 +186,14 @@ def target(replay: PacedReplay, direction: int) -> int:
 class ReplayScreen(RunScreen):
     """The run screen on a paced replay, with the replay bar above the footer."""
 
-    BINDINGS = [
+    # action ids for keymap.toml (ui/keymap.py)
+    BINDINGS: ClassVar[list[BindingType]] = keyed("replay", [
         # Priority bindings, whichever pane has the focus (a pane would take ← → home end to
         # scroll); off while a text box has the focus, where they are typed (check_action).
         # space pauses or plays; only the binding for the other state lives (check_action),
         # so the footer reads "Pause" while playing and "Play" while paused or at the end.
-        Binding("space", "toggle('pause')", "Pause", priority=True, id="replay.toggle"),
-        Binding("space", "toggle('play')", "Play", priority=True, id="replay.toggle"),
+        Binding("space", "play_pause('pause')", "Pause", priority=True, id="replay.toggle"),
+        Binding("space", "play_pause('play')", "Play", priority=True, id="replay.toggle"),
         Binding("left", "seek(-1)", "Back 5 %", priority=True, id="replay.seek_back",
                 group=Binding.Group("Seek", compact=True)),
         Binding("right", "seek(1)", "On 5 %", priority=True, id="replay.seek_on",
@@ -207,8 +206,7 @@ class ReplayScreen(RunScreen):
                 group=Binding.Group("Speed", compact=True)),
         Binding("full_stop", "step", "Step", key_display="."),
         Binding("comma", "step_back", "Step back", key_display=",", show=False),
-    ]  # fmt: skip
-    BINDINGS = keyed("replay", BINDINGS)  # action ids for keymap.toml (ui/keymap.py)
+    ])  # fmt: skip
 
     def __init__(self, session: ReplaySession) -> None:
         source = SessionSource(session.replay, session.label, session.catalog)
@@ -290,11 +288,11 @@ class ReplayScreen(RunScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in PRIORITY_ACTIONS and isinstance(self.focused, (Input, TextArea)):
             return False  # the key is typed (a search box of a pane)
-        if action == "toggle":
+        if action == "play_pause":
             return parameters[0] == ("pause" if self.playing else "play")
         return super().check_action(action, parameters)
 
-    def action_toggle(self, _want: str) -> None:
+    def action_play_pause(self, _want: str) -> None:
         self.move(self._play_again if self.replay.finished else self.replay.toggle)
 
     def _play_again(self) -> None:
@@ -326,16 +324,3 @@ class ReplayScreen(RunScreen):
     def on_replay_bar_seek(self, event: ReplayBar.Seek) -> None:
         event.stop()
         self.move(lambda: self.replay.seek_time(event.fraction))
-
-
-def replay_console(
-    app_class: type[AppT], open_it: Callable[[AppT], object], **options: Any
-) -> AppT:
-    """`app_class(**options)`, opened straight into a replay (`open_it(app)` once it is
-    mounted); leaving the replay shows the console's first screen."""
-
-    class ReplayConsole(app_class):  # type: ignore[valid-type,misc]
-        def on_mount(self) -> None:
-            open_it(self)
-
-    return ReplayConsole(**options)

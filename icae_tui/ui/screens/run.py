@@ -34,10 +34,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -63,6 +64,7 @@ from icae_tui.display.sources import ReplaySource, RunSource
 from icae_tui.display.view import RunView
 from icae_tui.display.wording import clock, phase_step, usage_segments
 from icae_tui.domain.events import Event, QuestionAsked, RunFinished, RunStarted
+from icae_tui.domain.states import ResponderMode
 from icae_tui.store import MODEL_CALLS_FILE
 from icae_tui.ui.keymap import keyed
 from icae_tui.ui.screens.case_detail import CaseDetailScreen
@@ -95,41 +97,46 @@ END_OF = {
 
 
 class RunScreen(Screen[None]):
-    BINDINGS = [
-        Binding("escape", "back", "Back"),
-        Binding("q", "back", "Back", show=False),
-        Binding("c", "cancel_run", "Cancel run"),
-        Binding("t", "focus('#trace')", "Trace", show=False),
-        Binding("r", "focus('#results')", "Results", show=False),
-        # f turns following on or off; only the binding for the other state lives, so the
-        # footer reads the state: "Follow on" while the trace follows new lines.
-        Binding("f", "follow('off')", "Follow on", id="run.follow"),
-        Binding("f", "follow('on')", "Follow off", id="run.follow"),
-        Binding("l", "model_calls", "Model calls"),  # m is taken: it switches the responder
-        # p pauses the agent of a live run while it builds, or lets it go on: one binding per
-        # state, only the one that applies lives (the footer reads "Pause agent" or "Resume").
-        Binding("p", "pause('on')", "Pause agent", id="run.pause"),
-        Binding("p", "pause('off')", "Resume agent", id="run.pause"),
-        Binding("e", "export", "Export"),
-        Binding("w", "answer_box", "Answer"),  # back into the answer box once left
-        # m cycles simulated → human → assisted; only the binding for the next mode is active,
-        # so the footer reads "Responder ▸ <next>". ctrl+t does the same from anywhere; it is
-        # listed in the footer while the answer box has the focus (where m would be typed).
-        *(Binding("m", f"cycle('{mode}')", f"Responder ▸ {mode}") for mode in MODES),
-        *(
-            Binding("ctrl+t", f"cycle_typing('{mode}')", f"Responder ▸ {mode}", priority=True)
-            for mode in MODES
-        ),
-        *(
-            Binding("ctrl+t", f"cycle('{mode}')", f"Responder ▸ {mode}", show=False, priority=True)
-            for mode in MODES
-        ),
-        *(
-            Binding(str(i), f"responder('{mode}')", mode, show=False)
-            for i, mode in enumerate(MODES, 1)
-        ),
-    ]
-    BINDINGS = keyed("run", BINDINGS)  # action ids for keymap.toml (ui/keymap.py)
+    # action ids for keymap.toml (ui/keymap.py)
+    BINDINGS: ClassVar[list[BindingType]] = keyed(
+        "run",
+        [
+            Binding("escape", "back", "Back"),
+            Binding("q", "back", "Back", show=False),
+            Binding("c", "cancel_run", "Cancel run"),
+            Binding("t", "focus('#trace')", "Trace", show=False),
+            Binding("r", "focus('#results')", "Results", show=False),
+            # f turns following on or off; only the binding for the other state lives, so the
+            # footer reads the state: "Follow on" while the trace follows new lines.
+            Binding("f", "follow('off')", "Follow on", id="run.follow"),
+            Binding("f", "follow('on')", "Follow off", id="run.follow"),
+            Binding("l", "model_calls", "Model calls"),  # m is taken: it switches the responder
+            # p pauses the agent of a live run while it builds, or lets it go on: one binding per
+            # state, only the one that applies lives (the footer reads "Pause agent" or "Resume").
+            Binding("p", "pause('on')", "Pause agent", id="run.pause"),
+            Binding("p", "pause('off')", "Resume agent", id="run.pause"),
+            Binding("e", "export", "Export"),
+            Binding("w", "answer_box", "Answer"),  # back into the answer box once left
+            # m cycles simulated → human → assisted; only the binding for the next mode is active,
+            # so the footer reads "Responder ▸ <next>". ctrl+t does the same from anywhere; it is
+            # listed in the footer while the answer box has the focus (where m would be typed).
+            *(Binding("m", f"cycle('{mode}')", f"Responder ▸ {mode}") for mode in MODES),
+            *(
+                Binding("ctrl+t", f"cycle_typing('{mode}')", f"Responder ▸ {mode}", priority=True)
+                for mode in MODES
+            ),
+            *(
+                Binding(
+                    "ctrl+t", f"cycle('{mode}')", f"Responder ▸ {mode}", show=False, priority=True
+                )
+                for mode in MODES
+            ),
+            *(
+                Binding(str(i), f"responder('{mode}')", mode, show=False)
+                for i, mode in enumerate(MODES, 1)
+            ),
+        ],
+    )
 
     def __init__(self, source: RunSource | None = None, *, artifacts: Path | None = None) -> None:
         """`artifacts`: the store's folder of run artifacts (`RunStore.artifacts_dir`), where
@@ -210,7 +217,7 @@ class RunScreen(Screen[None]):
         return self.handle.outcome
 
     @property
-    def mode(self) -> str:
+    def mode(self) -> ResponderMode | None:
         return self.operator.mode
 
     @property
@@ -412,7 +419,7 @@ class RunScreen(Screen[None]):
             text.append(f"   {label} ", style="dim")
             text.append_text(clip(value, 40, "bold"))
         text.append("   responder ", style="dim")
-        text.append_text(clip(self.mode or "—", 20, MODE_STYLES.get(self.mode, "bold")))
+        text.append_text(clip(self.mode or "—", 20, MODE_STYLES.get(self.mode or "", "bold")))
         text.append("   ")
         text.append_text(clip(st.task_title, 60, "italic dim"))
         header.update(text, layout=False)  # one row, fixed: a repaint is enough

@@ -12,10 +12,11 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Grid, Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Select, Static
@@ -29,6 +30,7 @@ from icae_tui.agents.config import (
 )
 from icae_tui.agents.registry import KINDS, available_agents, configured_agents
 from icae_tui.display.wording import limits_line
+from icae_tui.domain.states import ResponderMode
 from icae_tui.domain.task import Level, Task
 from icae_tui.run import RunConfig
 from icae_tui.safe_text import printable
@@ -37,9 +39,9 @@ from icae_tui.ui.text import clip, safe
 from icae_tui.ui.widgets.footer import Footer
 
 RESPONDERS = (
-    ("simulated", "simulated user"),
-    ("human", "human — you type the answers"),
-    ("assisted", "assisted — you send, edit or replace its draft"),
+    (ResponderMode.SIMULATED, "simulated user"),
+    (ResponderMode.HUMAN, "human — you type the answers"),
+    (ResponderMode.ASSISTED, "assisted — you send, edit or replace its draft"),
 )
 LEVEL_NOTES = {
     Level.L1: "L1 · vaguest PRD",
@@ -119,11 +121,14 @@ class RunSetupScreen(ModalScreen[RunConfig | None]):
     # -short: a terminal of fewer rows than the dialog's roomy layout needs (80×24 with an
     # agents file's errors): less padding (app.tcss), and past that the dialog scrolls
     VERTICAL_BREAKPOINTS = [(0, "-short"), (SHORT_ROWS, "-tall")]
-    BINDINGS = [
-        Binding("escape", "cancel", "Cancel"),
-        Binding("ctrl+s", "start", "Start"),
-    ]
-    BINDINGS = keyed("setup", BINDINGS)  # action ids for keymap.toml (ui/keymap.py)
+    # action ids for keymap.toml (ui/keymap.py)
+    BINDINGS: ClassVar[list[BindingType]] = keyed(
+        "setup",
+        [
+            Binding("escape", "cancel", "Cancel"),
+            Binding("ctrl+s", "start", "Start"),
+        ],
+    )
 
     def __init__(
         self, task: Task, pace_s: float | None = None, agent_files: Sequence[Path] = ()
@@ -166,7 +171,7 @@ class RunSetupScreen(ModalScreen[RunConfig | None]):
                 yield Label("Responder")
                 yield Select(
                     [(label, value) for value, label in RESPONDERS],
-                    value="simulated",
+                    value=ResponderMode.SIMULATED,
                     allow_blank=False,
                     id="responder",
                 )
@@ -242,7 +247,7 @@ class RunSetupScreen(ModalScreen[RunConfig | None]):
             task=self.target,
             agent=agent,
             level=Level(str(level)),
-            responder=str(responder),
+            responder=ResponderMode(str(responder)),
             pace_s=self.pace_s,
             agent_files=self.agent_files,
         )

@@ -12,10 +12,12 @@ lines on screen are drawn (icae_tui/ui/widgets/task_table.py).
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Container, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Header, Input, Static
@@ -68,7 +70,7 @@ COLUMNS = (
 
 
 class SearchBox(Input):
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("down", "screen.focus_list", "To the list", show=False),
     ]
 
@@ -76,17 +78,20 @@ class SearchBox(Input):
 class TaskListScreen(Screen[None]):
     AUTO_FOCUS = "#tasks"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE, "-wide")]
-    BINDINGS = [
-        Binding("slash", "search", "Search", show=False),  # the search box says so
-        Binding("l", "cycle_language", "Language"),
-        Binding("s", "cycle_size", "Size"),
-        Binding("left_square_bracket", "preview_tab(-1)", "Previous tab", show=False),
-        Binding("right_square_bracket", "preview_tab(1)", "Preview", key_display="[ ]"),
-        Binding("escape", "clear", "Clear"),  # shown while there is something to clear
-        Binding("h", "history", "Past runs"),
-        Binding("q", "app.quit", "Quit", show=False),
-    ]
-    BINDINGS = keyed("tasks", BINDINGS)  # action ids for keymap.toml (ui/keymap.py)
+    # action ids for keymap.toml (ui/keymap.py)
+    BINDINGS: ClassVar[list[BindingType]] = keyed(
+        "tasks",
+        [
+            Binding("slash", "search", "Search", show=False),  # the search box says so
+            Binding("l", "cycle_language", "Language"),
+            Binding("s", "cycle_size", "Size"),
+            Binding("left_square_bracket", "preview_tab(-1)", "Previous tab", show=False),
+            Binding("right_square_bracket", "preview_tab(1)", "Preview", key_display="[ ]"),
+            Binding("escape", "clear", "Clear"),  # shown while there is something to clear
+            Binding("h", "history", "Past runs"),
+            Binding("q", "app.quit", "Quit", show=False),
+        ],
+    )
 
     def __init__(self, catalog: Catalog) -> None:
         super().__init__()

@@ -7,13 +7,16 @@ Enter sends; ctrl+j (or shift+enter where the terminal reports it) starts a new 
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual import events
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import TextArea
 
 from icae_tui.display.wording import draft_source
 from icae_tui.domain.events import QuestionAsked
+from icae_tui.domain.states import ResponderMode
 from icae_tui.ui.keymap import keyed
 
 NEWLINE_KEYS = ("ctrl+j", "shift+enter")
@@ -33,14 +36,17 @@ class BoxMessage(Message):
 
 
 class AnswerBox(TextArea):
-    BINDINGS = [
-        Binding("ctrl+l", "clear", "Clear"),
-        Binding("ctrl+r", "restore_draft", "Restore draft"),
-        # Escape leaves the box, as it leaves an input in k9s or lazygit; leaving the run
-        # from inside the box would be one key away from a cancel dialog mid-answer.
-        Binding("escape", "leave", "Leave box"),
-    ]
-    BINDINGS = keyed("answer", BINDINGS)  # action ids for keymap.toml (ui/keymap.py)
+    # action ids for keymap.toml (ui/keymap.py)
+    BINDINGS: ClassVar[list[BindingType]] = keyed(
+        "answer",
+        [
+            Binding("ctrl+l", "clear", "Clear"),
+            Binding("ctrl+r", "restore_draft", "Restore draft"),
+            # Escape leaves the box, as it leaves an input in k9s or lazygit; leaving the run
+            # from inside the box would be one key away from a cancel dialog mid-answer.
+            Binding("escape", "leave", "Leave box"),
+        ],
+    )
 
     class Left(BoxMessage):
         """The operator pressed Escape in the box: the screen decides where focus goes."""
@@ -57,7 +63,7 @@ class AnswerBox(TextArea):
         self.draft = ""  # what ctrl+r restores; empty outside assisted mode
         self.question_id: int | None = None  # the question the text belongs to
 
-    def offer(self, q: QuestionAsked, mode: str) -> tuple[str, str]:
+    def offer(self, q: QuestionAsked, mode: ResponderMode | None) -> tuple[str, str]:
         """Ready the box for `q`, answered in `mode` (human or assisted): a fresh box for a new
         question; in assisted mode the simulated draft, unless the operator typed something.
         Returns the status line to show and the notice for when the box appears."""
@@ -66,7 +72,7 @@ class AnswerBox(TextArea):
             self.question_id = qid
             self.draft = ""
             self.set_text("")
-        if mode == "assisted":
+        if mode == ResponderMode.ASSISTED:
             self.draft = q.draft
             if not self.text.strip():
                 self.set_text(q.draft)

@@ -18,6 +18,7 @@ from textual.widgets import Static
 
 from icae_tui.display.view import RunView, Turn
 from icae_tui.display.wording import NO_QUESTIONS, clarifications_title, metrics_line
+from icae_tui.domain.states import ResponderMode
 from icae_tui.safe_text import printable
 from icae_tui.ui.text import segments, style_of
 
@@ -48,7 +49,7 @@ class ClarificationPane(VerticalScroll):
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.view: RunView | None = None
-        self.mode = ""
+        self.mode: ResponderMode | None = None
         self.turns: list[tuple[str, str]] = []  # (kind, plain text) for tests and copy
         self._shown: list[Turn] = []
         self._statics: list[Static | None] = []  # None: a switch that left the pane
@@ -70,7 +71,7 @@ class ClarificationPane(VerticalScroll):
     def asked(self) -> int:
         return self.view.asked if self.view is not None else 0
 
-    def set_mode(self, mode: str) -> None:
+    def set_mode(self, mode: ResponderMode | None) -> None:
         self.mode = mode
         self._retitle()
 

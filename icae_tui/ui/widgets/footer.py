@@ -17,7 +17,7 @@ costs, both while an operator cycles the responder under a flooding agent:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from rich.cells import cell_len
 from textual.app import ComposeResult
@@ -37,6 +37,16 @@ WATCHERS = "__watchers"  # where Textual keeps the watchers of an object's react
 
 # One key shown: (key, what it shows: key display, description, action, enabled, tooltip).
 Shown = tuple[str, tuple[str, str, str, bool, str]]
+
+
+@runtime_checkable
+class KeyFields(Protocol):
+    """What this footer changes in place on Textual's `FooterKey` (a private class)."""
+
+    key: str
+    key_display: str
+    description: str
+    action: str
 
 
 class Footer(TextualFooter):
@@ -79,7 +89,8 @@ class Footer(TextualFooter):
         if plan is None or composed is None or [k for k, _ in plan] != [k for k, _ in composed]:
             await self.recompose()
             return
-        keys = list(self.query_children("FooterKey"))  # by type name: the class is private
+        # by type name (the class is private), and with the fields this changes
+        keys = [k for k in self.query_children("FooterKey") if isinstance(k, KeyFields)]
         if len(keys) != len(plan):
             await self.recompose()
             return

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from rich.cells import cell_len
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import DataTable, Input
 
@@ -121,10 +122,12 @@ def text_width(value: str) -> int:
 class ResultsTable(DataTable[Text]):
     """Drawn from the view on `flush()` (batched by the run screen's timer)."""
 
-    BINDINGS = [Binding("enter", "select_cursor", "Case details")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select_cursor", "Case details")]
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)  # type: ignore[arg-type]
+    def __init__(
+        self, *, name: str | None = None, id: str | None = None, classes: str | None = None
+    ) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=True, name=name, id=id, classes=classes)
         self.view: RunView | None = None
         self.results: dict[str, CaseResult] = {}  # the results drawn, by case id
         self.planned: list[str] = []  # every case, in planned order
@@ -291,7 +294,7 @@ class ResultsTable(DataTable[Text]):
         r = row.result
         oracle, delivery = (r.oracle, r.delivery) if r is not None else (None, None)
         done = r is not None
-        cells = {
+        cells: dict[str, Text | str | None] = {
             "case": safe(row.case_id),
             "pattern": row.pattern,
             "verdict": verdict_text(r.verdict) if r is not None else Text(PENDING, style="dim"),
@@ -304,13 +307,13 @@ class ResultsTable(DataTable[Text]):
             cells[metric_key(m)] = segments([value_seg(m, value, done=done)])
         out: list[Text] = []
         for column in self.fitted:
-            value = cells[column.key]
-            if isinstance(value, str):
+            cell = cells[column.key]
+            if isinstance(cell, str):
                 style = "dim" if column.key == "pattern" else ""
-                value = clip(value[:TEXT_LIMIT], column.width, style)
-            elif value is None:
-                value = Text("—") if done else Text("")
-            out.append(value)
+                cell = clip(cell[:TEXT_LIMIT], column.width, style)
+            elif cell is None:
+                cell = Text("—") if done else Text("")
+            out.append(cell)
         return out
 
     # --- reading ----------------------------------------------------------------------------
@@ -327,7 +330,7 @@ class ResultsTable(DataTable[Text]):
 class ResultsSearch(Input):
     """The results' search box: typing filters; Enter or ↓ back to the table, Escape clears."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("down", "done", "To the results", show=False),
         Binding("escape", "clear", "Clear search", show=False),
     ]
@@ -359,20 +362,30 @@ class ResultsPane(Vertical):
         display: block;
     }
     """
-    BINDINGS = [
-        Binding("slash", "search", "Search results"),
-        Binding("s", "sort", "Sort"),
-        Binding("o", "reverse", "Reverse sort", show=False),
-        Binding("v", "filter('verdict')", "Verdict"),
-        Binding("i", "filter('split')", "Tier", show=False),
-        Binding("a", "filter('pattern')", "Pattern", show=False),
-        Binding("x", "failures", "Failures only"),
-        Binding("escape", "clear", "Clear filters"),  # only while there is something to clear
-    ]
-    BINDINGS = keyed("results", BINDINGS)  # action ids for keymap.toml (ui/keymap.py)
+    # action ids for keymap.toml (ui/keymap.py)
+    BINDINGS: ClassVar[list[BindingType]] = keyed(
+        "results",
+        [
+            Binding("slash", "search", "Search results"),
+            Binding("s", "sort", "Sort"),
+            Binding("o", "reverse", "Reverse sort", show=False),
+            Binding("v", "filter('verdict')", "Verdict"),
+            Binding("i", "filter('split')", "Tier", show=False),
+            Binding("a", "filter('pattern')", "Pattern", show=False),
+            Binding("x", "failures", "Failures only"),
+            Binding("escape", "clear", "Clear filters"),  # only while there is something to clear
+        ],
+    )
 
-    def __init__(self, table: ResultsTable, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(
+        self,
+        table: ResultsTable,
+        *,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
         self.table = table
 
     def compose(self) -> ComposeResult:

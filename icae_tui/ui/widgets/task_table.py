@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
@@ -72,7 +73,7 @@ class TaskTable(ScrollView, can_focus=True):
     }
     """
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "select", "Set up a run"),
         Binding("up,k", "move(-1)", "Up", show=False),
         Binding("down,j", "move(1)", "Down", show=False),
@@ -197,10 +198,8 @@ class TaskTable(ScrollView, can_focus=True):
         if y == 0:
             header = self.get_component_rich_style("task-table--header")
             labels = [Text(c.label) for c in self.columns]
-            segments = self.cells_line(labels, widths)
-            strip = Strip(
-                Segment.apply_style(segments, header), sum(widths) + 2 * PAD * len(widths)
-            )
+            heading = self.cells_line(labels, widths)
+            strip = Strip(Segment.apply_style(heading, header), sum(widths) + 2 * PAD * len(widths))
             return strip.extend_cell_length(line_width, header).crop(scroll_x, scroll_x + width)
         index = scroll_y + y - 1
         if index >= len(self.ids):

@@ -39,14 +39,14 @@ import re
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import overload
+from typing import ClassVar, overload
 
 from rich.cells import get_character_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
 from textual.geometry import Offset, Size
 from textual.message import Message
@@ -179,7 +179,7 @@ class TraceLog(ScrollView, can_focus=True):
         }
     }
     """
-    BINDINGS = keyed(
+    BINDINGS: ClassVar[list[BindingType]] = keyed(
         "trace",
         [
             Binding("slash", "search", "Search"),
@@ -360,6 +360,7 @@ class TraceLog(ScrollView, can_focus=True):
         if not 0 <= row_y < self.buffer.row_count + head:
             return Strip.blank(width, style)
         selection = self.text_selection
+        strip: Strip | None
         if row_y < head:  # the note on the lines not held: one row, its count changing
             strip = self._render_note(row_y, style, selection)
         else:

@@ -1,27 +1,19 @@
-"""Crash leftovers (the reaper's rules, the store, the socket folders), and options and agents
-checked before anything runs (no Docker)."""
+"""Who owns a run's leftovers (icae_tui/owners.py) and what becomes of them after a crash: a run
+whose owner died is interrupted at its last event (an old store gains the owner columns),
+orphaned socket folders go and nothing else, the reaper's rules for containers (no Docker)."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
 import time
 
-import pytest
-
-from icae_tui.agents.base import AgentError
-from icae_tui.agents.scripted import ScriptedAgent
-from icae_tui.catalog import load_catalog
-from icae_tui.cli import main
 from icae_tui.domain.events import AgentSaid, RunFinished, RunStarted
-from icae_tui.run import Run, RunConfig
 from icae_tui.sandbox.docker.reaper import is_dead
 from icae_tui.socket_folders import reap_ask_folders
 from icae_tui.users.ask_server import SOCKET_NAME
-from tests.conftest import FIXTURE_TASKS
 
 
 def _dead_pid() -> int:
@@ -147,97 +139,3 @@ def test_is_dead_rules():
     assert not is_dead({"icae.expires": str(now + 60), "icae.owner-pid": str(os.getpid())}, now=now)
     assert is_dead({"icae.expires": str(now + 60), "icae.owner-pid": "999999999"}, now=now)
     assert not is_dead({"icae.owner-pid": "999999999", "icae.owner-host": "elsewhere"}, now=now)
-
-
-@pytest.mark.parametrize(
-    ("option", "value", "message"),
-    [
-        ("--concurrency", "-1", "--concurrency: must be at least 1, not -1"),
-        ("--concurrency", "0", "--concurrency: must be at least 1, not 0"),
-        ("--budget", "-3", "--budget: must be at least 0, not -3"),
-        ("--concurrency", "many", "--concurrency: 'many' is not a number"),
-    ],
-)
-def test_run_options_are_checked_before_anything_runs(capsys, tmp_path, option, value, message):
-    argv = ["--tasks", str(FIXTURE_TASKS), "--home", str(tmp_path), "run", "--task", "mini",
-            option, value]  # fmt: skip
-    with pytest.raises(SystemExit) as exit_:
-        main(argv)
-    assert exit_.value.code == 2
-    assert message in capsys.readouterr().err
-    assert not (tmp_path / "runs.db").exists()  # nothing was started, nothing stored
-
-
-def test_negative_pace_is_refused(capsys):
-    with pytest.raises(SystemExit):
-        main(["--pace", "-1", "tasks"])
-    assert "--pace: must be at least 0, not -1" in capsys.readouterr().err
-
-
-def test_run_config_refuses_what_the_cli_would(fixture_catalog):
-    task = fixture_catalog.tasks["mini"]
-    for bad, word in (({"budget": -3}, "budget"), ({"concurrency": 0}, "concurrency"),
-                      ({"pace_s": -1.0}, "pace"), ({"responder": "robot"}, "responder")):  # fmt: skip
-        with pytest.raises(ValueError, match=word):
-            RunConfig(task=task, **bad)
-
-
-async def test_unknown_agent_and_missing_solution_fail_before_the_engine(
-    fixture_catalog, store, monkeypatch, tmp_path
-):
-    # No engine here: a run that touched it would fail with an engine error instead.
-    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
-    task = fixture_catalog.tasks["mini"]
-    outcome = await Run(
-        RunConfig(task=task, agent="scripted:nonexistent", pace_s=0), store
-    ).execute()
-    assert outcome.status == "failed"
-    assert "nonexistent.yaml" in outcome.error and "good" in outcome.error
-    outcome = await Run(RunConfig(task=task, agent="gpt:x", pace_s=0), store).execute()
-    assert outcome.status == "failed" and "unknown kind" in outcome.error
-    assert {r.status for r in store.runs()} == {"failed"}
-
-
-@pytest.mark.parametrize(
-    "name", ["../../x/solutions/good", "../good", "/etc/passwd", "good/../good", ".hidden", ""]
-)
-def test_solution_names_stay_inside_the_task_folder(tmp_path, name):
-    tasks = tmp_path / "tasks"
-    shutil.copytree(FIXTURE_TASKS / "mini", tasks / "mini")
-    outside = tmp_path / "x" / "solutions"
-    outside.mkdir(parents=True)
-    shutil.copy(tasks / "mini" / "solutions" / "good.yaml", outside / "good.yaml")
-    task = load_catalog(tasks).tasks["mini"]
-    with pytest.raises(AgentError, match="no such solution"):
-        ScriptedAgent.for_task(task, name)
-    assert ScriptedAgent.for_task(task, "good").name == "scripted:good"
-
-
-def test_a_solution_link_out_of_the_folder_is_refused(tmp_path):
-    tasks = tmp_path / "tasks"
-    shutil.copytree(FIXTURE_TASKS / "mini", tasks / "mini")
-    elsewhere = tmp_path / "elsewhere.yaml"
-    shutil.copy(tasks / "mini" / "solutions" / "good.yaml", elsewhere)
-    (tasks / "mini" / "solutions" / "linked.yaml").symlink_to(elsewhere)
-    catalog = load_catalog(tasks)
-    assert "linked" not in catalog.tasks["mini"].solutions
-    with pytest.raises(AgentError, match="no such solution"):
-        ScriptedAgent.for_task(catalog.tasks["mini"], "linked")
-
-
-def test_solutions_that_do_not_parse_are_errors_not_choices(tmp_path, capsys):
-    tasks = tmp_path / "tasks"
-    shutil.copytree(FIXTURE_TASKS / "mini", tasks / "mini")
-    (tasks / "mini" / "solutions" / "mangled.yaml").write_text("steps: [unclosed\n")
-    (tasks / "mini" / "solutions" / "empty.yaml").write_text("description: no steps\n")
-    catalog = load_catalog(tasks)
-    task = catalog.tasks["mini"]  # the task itself still loads
-    assert task.solutions == ["broken", "good", "partial"]
-    messages = sorted(str(e) for e in catalog.errors)
-    assert len(messages) == 2
-    assert messages[0].endswith("field 'steps': Field required") and "empty.yaml" in messages[0]
-    assert "mangled.yaml: invalid YAML" in messages[1]
-    assert main(["--tasks", str(tasks), "tasks"]) == 0
-    out, err = capsys.readouterr()
-    assert "solutions broken, good, partial" in out and "mangled" not in out
-    assert "mangled.yaml: invalid YAML" in err

@@ -1,17 +1,9 @@
+"""The run store (icae_tui/store.py): a run's events stored and loaded as they were, and the
+report built from them."""
+
 from icae_tui.domain.events import CaseFinished, QuestionAnswered, QuestionAsked, RunStarted
 from icae_tui.domain.results import CaseResult, Verdict
 from icae_tui.report import build_report
-from icae_tui.safe_text import decode, printable
-
-
-def test_printable_neutralises_controls():
-    hostile = "ok\x1b[2J\x00\r[bold]x[/]\u2028"
-    shown = printable(hostile)
-    assert "\x1b" not in shown and "\x00" not in shown and "\r" not in shown
-    assert "\\x1b[2J" in shown and "[bold]x[/]" in shown
-    assert printable("a\nb", keep_newlines=True) == "a\nb"
-    assert printable("x" * 50, limit=10).startswith("x" * 10 + "…")
-    assert decode(b"\xff\xfeok") == "\ufffd\ufffdok"
 
 
 def test_store_round_trip_and_report(store):

@@ -1,7 +1,8 @@
-"""One-line excerpts of untrusted output (verdict and build-gate reasons, an agent's first
-line, the output diff) end lines at "\\n" only: `str.splitlines()` also ends one at U+2028,
-\\x0b, \\x1c…, so a delivery writing `real error\\u2028injected` would have only "injected"
-quoted. The separator stays in the line and shows escaped (no Docker)."""
+"""Untrusted text made safe to show (icae_tui/safe_text.py): control characters neutralised,
+bytes decoded. One-line excerpts of untrusted output (verdict and build-gate reasons, an
+agent's first line, the output diff) end lines at "\\n" only: `str.splitlines()` also ends
+one at U+2028, \\x0b, \\x1c…, so a delivery writing `real error\\u2028injected` would have
+only "injected" quoted. The separator stays in the line and shows escaped (no Docker)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from icae_tui.domain.task import Case, CaseRef, Split, Task, TaskSpec
 from icae_tui.evaluation.gate import failed_build_reason
 from icae_tui.evaluation.verdict import SideOutcome, judge
 from icae_tui.headless import PlainPrinter
-from icae_tui.safe_text import lines, printable
+from icae_tui.safe_text import decode, lines, printable
 
 STDERR = "first line\nreal error\u2028injected\n"
 SHOWN = "real error\\u2028injected"  # what printable() makes of the whole last line
@@ -89,3 +90,13 @@ def test_lines_keep_what_splitlines_would_cut():
     text = "x\u2028y\x0bz\x0c\x1c\x1d\x1e\x85\u2029w\rv\n"
     assert lines(text) == [text[:-1]]
     assert printable(lines(text)[0]) == "x\\u2028y\\x0bz\\x0c\\x1c\\x1d\\x1e\\x85\\u2029w\\x0dv"
+
+
+def test_printable_neutralises_controls():
+    hostile = "ok\x1b[2J\x00\r[bold]x[/]\u2028"
+    shown = printable(hostile)
+    assert "\x1b" not in shown and "\x00" not in shown and "\r" not in shown
+    assert "\\x1b[2J" in shown and "[bold]x[/]" in shown
+    assert printable("a\nb", keep_newlines=True) == "a\nb"
+    assert printable("x" * 50, limit=10).startswith("x" * 10 + "…")
+    assert decode(b"\xff\xfeok") == "\ufffd\ufffdok"

@@ -1,5 +1,6 @@
-"""Run setup offers the task's scripted agents and the configured ones, with their state; an
-agent that is not ready cannot start, and says what to set; broken entries are listed."""
+"""Run setup (icae_tui/ui/screens/run_setup.py): it starts on the agent, not on Start; it
+offers the task's scripted agents and the configured ones, with their state; an agent that is
+not ready cannot start, and says what to set; broken entries are listed."""
 
 from __future__ import annotations
 
@@ -156,8 +157,21 @@ def test_the_console_command_plumbs_agents_files(monkeypatch, tmp_path, agents_f
     opened: list[IcaeApp] = []
     monkeypatch.setattr(IcaeApp, "run", lambda self, *a, **k: opened.append(self))
     other = tmp_path / "more.toml"
-    other.write_text("")  # a missing file would stop the command (tests/test_cli_options.py)
+    other.write_text("")  # a missing file would stop the command (tests/test_cli.py)
     argv = ["--home", str(tmp_path / "home"), "--agents", str(agents_file),
             "--agents", str(other), "console"]  # fmt: skip
     assert cli.main(argv) == 0
     assert len(opened) == 1 and opened[0].agent_files == (agents_file, other)
+
+
+async def test_run_setup_starts_on_the_agent_not_on_start(fixture_catalog, store, monkeypatch):
+    started_runs: list[object] = []
+    monkeypatch.setattr(IcaeApp, "start_run", lambda self, config: started_runs.append(config))
+    app = IcaeApp(catalog=fixture_catalog, store=store)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, RunSetupScreen))
+        assert app.focused is app.screen.query_one("#agent", Select)
+        await pilot.press("enter")  # opens the agent's choices; starts nothing
+        await pilot.pause()
+        assert isinstance(app.screen, RunSetupScreen) and started_runs == []

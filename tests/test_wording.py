@@ -1,19 +1,15 @@
-"""What displays say where the console's new user found it wrong (no Textual, no Docker):
-unknown scores, rungs of the ladder that never ran, a question's responder after a switch,
-the responders a stored run used, `icae runs` errors and a closed stdout."""
+"""What displays say (icae_tui/display/wording.py), with no Textual and no Docker: an unknown
+score is not zero (nor stored as one), rungs of the ladder that never ran are not failed, a
+question's responder after a switch, the responders a stored run used, the notice of a run's
+end."""
 
 from __future__ import annotations
 
 import io
-import os
-import subprocess
-import sys
 
-import pytest
-
-from icae_tui.cli import main
 from icae_tui.display import wording as w
 from icae_tui.display.view import RunView
+from icae_tui.display.wording import ended_notice
 from icae_tui.domain.events import (
     CaseFinished,
     CasesPlanned,
@@ -24,13 +20,14 @@ from icae_tui.domain.events import (
     RunStarted,
     ScoreUpdated,
 )
-from icae_tui.domain.results import CaseResult, Score, Verdict
+from icae_tui.domain.results import CaseResult, Score, SplitScore, Verdict
 from icae_tui.domain.task import Split
 from icae_tui.evaluation.scoring import score
 from icae_tui.evaluation.verdict import build_error_result, judge
 from icae_tui.headless import PlainPrinter
 from icae_tui.store import RunStore
 from tests.test_verdict import REF, TASK, side
+from tests.ui.helpers import score as shown
 
 
 def case(case_id: str, passed: bool) -> CaseResult:
@@ -53,7 +50,7 @@ def started(responder: str = "simulated") -> RunStarted:
     )  # fmt: skip
 
 
-# --- 2. unknown is not zero -----------------------------------------------------------------
+# --- unknown is not zero --------------------------------------------------------------------
 
 
 def test_a_score_with_only_public_cases_done_has_no_overall_yet():
@@ -119,7 +116,20 @@ def test_a_run_that_ends_without_a_score_shows_its_figures_as_partial():
     assert "2/4 cases done" in line
 
 
-# --- 3. rungs that never ran ----------------------------------------------------------------
+async def test_a_run_that_scored_nothing_is_stored_without_an_overall(fixture_catalog, tmp_path):
+    from icae_tui.run import Run, RunConfig, RunOutcome
+
+    store = RunStore(tmp_path / "runs.db")
+    run = Run(RunConfig(task=fixture_catalog.tasks["mini"]), store)
+    store.create_run(run.run_id, "mini", "scripted:good", "L1", "simulated", 0.0)
+    public_only = score([case("public/a#0", True)], planned=1)
+    await run._finish(RunOutcome(run.run_id, "completed", public_only))
+    row = store.run(run.run_id)
+    assert row is not None and row.status == "completed"
+    assert row.overall is None  # history and `icae runs` show "—", as the score line does
+
+
+# --- rungs that never ran -------------------------------------------------------------------
 
 
 def ladder(result: CaseResult) -> str:
@@ -146,7 +156,7 @@ def test_each_rung_reads_as_far_as_the_ladder_went():
     assert ladder(built) == "exec, SP, EM, FM not reached"
 
 
-# --- 9. a question's responder after a switch ------------------------------------------------
+# --- a question's responder after a switch ---------------------------------------------------
 
 
 def question_heads(view: RunView) -> list[str]:
@@ -179,89 +189,18 @@ def test_history_knows_every_responder_a_run_used(tmp_path):
     assert w.responders_label("human", []) == "human"
 
 
-# --- 6. `icae runs --export` ------------------------------------------------------------------
+# --- the end of a run -----------------------------------------------------------------------
 
 
-def test_exporting_a_missing_run_is_an_error(tmp_path, capsys):
-    assert main(["--home", str(tmp_path), "runs", "--export", "nonexistent"]) == 2
-    captured = capsys.readouterr()
-    assert captured.out == "" and "no stored run 'nonexistent'" in captured.err
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["--export", ""], "--export needs a run id"),
-        (["--export", "  "], "--export needs a run id"),
-        (["--trajectory"], "--trajectory goes with --export RUN_ID"),
-    ],
-)
-def test_export_options_without_a_run_are_errors(tmp_path, capsys, args, message):
-    assert main(["--home", str(tmp_path), "runs", *args]) == 2
-    captured = capsys.readouterr()
-    assert captured.out == "" and message in captured.err
-
-
-# --- 7. a closed stdout -----------------------------------------------------------------------
-
-
-def closed_stdout(*args: str, home) -> tuple[int, str]:
-    """Run `icae` with its stdout a pipe that nobody reads (closed at once): its exit status
-    and what it wrote to stderr."""
-    env = {**os.environ, "PYTHONUNBUFFERED": ""}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "icae_tui", "--home", str(home), *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+def test_end_notices():
+    done = RunFinished(status="completed", score=shown(4, 4, 0.75))
+    assert ended_notice(done) == ("Run completed", "overall 75.0% · 4/4 cases done")
+    failed = RunFinished(status="failed", error="Docker engine lost")
+    assert ended_notice(failed) == ("Run failed", "Docker engine lost")
+    cancelled = RunFinished(status="cancelled", error="cancelled by the operator")
+    assert ended_notice(cancelled, shown(1, 4, 0.0)) == (
+        "Run cancelled", "cancelled by the operator · 1/4 cases done",
     )  # fmt: skip
-    assert proc.stdout is not None and proc.stderr is not None
-    proc.stdout.close()
-    err = proc.stderr.read().decode()
-    return proc.wait(timeout=60), err
-
-
-@pytest.fixture
-def full_store(tmp_path):
-    store = RunStore(tmp_path / "runs.db")
-    for i in range(200):
-        run_id = f"20240101-{i:06d}-abcdef"
-        store.create_run(run_id, "semver", "scripted:good", "L1", "simulated", float(i))
-        store.finish_run(run_id, "completed", float(i) + 1, 0.5, "x" * 80)
-    ev = started()
-    ev.run_id, ev.seq, ev.ts = "20240101-000000-abcdef", 1, 0.0
-    ev.prd = "a long PRD line\n" * 20_000  # a report of some 300 KB
-    store.append(ev)
-    store.close()
-    return tmp_path
-
-
-@pytest.mark.parametrize(
-    "args", [["runs"], ["runs", "--export", "20240101-000000-abcdef"], ["tasks"]]
-)
-def test_a_closed_stdout_ends_quietly(full_store, args):
-    status, err = closed_stdout(*args, home=full_store)
-    assert "Traceback" not in err and "BrokenPipe" not in err, err
-    assert status == 141
-
-
-def test_the_headless_printer_stops_printing_when_stdout_is_gone():
-    class Closed(io.StringIO):
-        def write(self, text: str) -> int:
-            raise BrokenPipeError(32, "Broken pipe")
-
-    printer = PlainPrinter(Closed())
-    printer(started())  # no exception into the run's log
-    printer(CasesPlanned(case_ids=["public/a#0"]))
-    assert printer.closed
-
-
-async def test_a_run_that_scored_nothing_is_stored_without_an_overall(fixture_catalog, tmp_path):
-    from icae_tui.run import Run, RunConfig, RunOutcome
-
-    store = RunStore(tmp_path / "runs.db")
-    run = Run(RunConfig(task=fixture_catalog.tasks["mini"]), store)
-    store.create_run(run.run_id, "mini", "scripted:good", "L1", "simulated", 0.0)
-    public_only = score([case("public/a#0", True)], planned=1)
-    await run._finish(RunOutcome(run.run_id, "completed", public_only))
-    row = store.run(run.run_id)
-    assert row is not None and row.status == "completed"
-    assert row.overall is None  # history and `icae runs` show "—", as the score line does
+    public_only = Score(done=1, planned=1, by_split={"public": SplitScore(total=1, passed=1)})
+    unmeasured = RunFinished(status="completed", score=public_only)
+    assert ended_notice(unmeasured)[1].startswith("overall —")

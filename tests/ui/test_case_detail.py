@@ -14,24 +14,25 @@ from textual.widget import Widget
 from textual.widgets import Input, Static, TextArea
 
 from icae_tui import kept as kept_module
-from icae_tui.catalog import Catalog
 from icae_tui.display.handle import NOT_KEPT, STORED, CaseContext
 from icae_tui.display.sources import ReplaySource
-from icae_tui.domain.results import CaseResult, FileChange, SideRun, Verdict
+from icae_tui.domain.results import CaseResult, FileChange, Verdict
 from icae_tui.evaluation import rerun as rerun_core
 from icae_tui.evaluation.differential import Sides
+from icae_tui.evaluation.verdict import judge
 from icae_tui.kept import KeptImages
 from icae_tui.run import RunConfig
 from icae_tui.ui.app import IcaeApp
 from icae_tui.ui.screens.case_detail import CaseDetailScreen, EditCaseScreen
 from icae_tui.ui.screens.run import RunScreen
 from icae_tui.ui.widgets.case_view import SPAN_STYLE
+from tests.test_verdict import REF, TASK
+from tests.test_verdict import side as outcome
 
-from .helpers import FakeRun, finish, recorded_run, until
+from .helpers import DETAIL_CASE as CASE
+from .helpers import FakeRun, finish, open_screen, recorded_run, side_run, until, wrong
 
 SIDES = Sides(oracle_image="icae-oracle-mini:test", delivery_image="icae-delivery-mini:test")
-CASE = "hidden/ops#0"
-HOSTILE = "\x1b[31mred\x1b[0m [bold]markup[/] [link=http://x]l[/link]"
 
 
 def kept_context(task, **extra) -> CaseContext:
@@ -40,65 +41,8 @@ def kept_context(task, **extra) -> CaseContext:
     return CaseContext(task=task, kept=KeptImages(task, SIDES), run_id="r1", gone="", **extra)
 
 
-def side(stdout: str, exit_code: int | None = 0, stderr: str = "", **extra) -> SideRun:
-    return SideRun(
-        exit_code=exit_code, stdout=stdout, stderr=stderr,
-        stdout_bytes=len(stdout.encode()), stderr_bytes=len(stderr.encode()), **extra,
-    )  # fmt: skip
-
-
-def wrong(**extra) -> CaseResult:
-    """The delivery printed `3` where the oracle printed `words=3`, then hostile text on
-    both sides, and a line only it has; its note went to another file."""
-    oracle = side(f"words=3\n{HOSTILE}\n", changes=[FileChange(path="n.txt", change="added")])
-    delivery = side(
-        f"3\n{HOSTILE}\nextra [i]line[/i]\n",
-        stderr="warn: \x1b[2Jcleared?\n",
-        changes=[FileChange(path="n.txt.bak", change="added")],
-    )
-    fields = dict(
-        case_id=CASE, split="hidden", pattern="ops", command="mini",
-        verdict=Verdict.SIDE_EFFECTS, reason="n.txt added only by the oracle",
-        metrics={"exec": 1.0}, oracle=oracle, delivery=delivery,
-    )  # fmt: skip
-    return CaseResult(**(fields | extra))
-
-
-@pytest.fixture
-def mini(fixture_catalog):
-    """The mini task, its first hidden case given fixtures (hostile too) and a prep line."""
-    task = fixture_catalog.tasks["mini"]
-    files = {"in/a.txt": "[red]alpha[/]\n\x1b[2Jbeta\n", "b.cfg": "k = v\n"}
-    cases = [
-        ref.model_copy(
-            update={"case": ref.case.model_copy(update={"files": files, "prep": "mkdir -p out"})}
-        )
-        if ref.id == CASE
-        else ref
-        for ref in task.cases
-    ]
-    return task.model_copy(update={"cases": cases})
-
-
-@pytest.fixture
-def app(store):
-    app = IcaeApp(catalog=Catalog(), store=store)
-    app.told = []  # type: ignore[attr-defined]
-    original = app.notify
-
-    def notify(message, **kw):
-        app.told.append(str(message))  # type: ignore[attr-defined]
-        return original(message, **kw)
-
-    app.notify = notify  # type: ignore[method-assign]
-    return app
-
-
 async def open_detail(app, pilot, result: CaseResult, **kw) -> CaseDetailScreen:
-    screen = CaseDetailScreen(result, **kw)
-    await app.push_screen(screen)
-    await until(pilot, lambda: app.screen is screen and screen.is_mounted)
-    return screen
+    return await open_screen(app, pilot, CaseDetailScreen(result, **kw))
 
 
 def text_of(screen, selector: str) -> str:
@@ -178,7 +122,7 @@ async def test_narrow_diff_is_stacked_oracle_above_delivery(app):
 
 async def test_the_sides_exit_codes_times_and_side_effects_compared(app):
     result = wrong(
-        delivery=side("3\n", exit_code=2, duration_s=1.5, timed_out=False, left_running=1,
+        delivery=side_run("3\n", exit_code=2, duration_s=1.5, timed_out=False, left_running=1,
                       changes=[FileChange(path="n.txt", change="added", sha256="ab" * 32)]),
     )  # fmt: skip
     result.oracle.duration_s = 0.031
@@ -194,8 +138,8 @@ async def test_the_sides_exit_codes_times_and_side_effects_compared(app):
         assert row.startswith("~") and "sha256 abababababab" in row
 
 
-async def test_case_input_fixtures_and_prep_are_shown_literally(app, mini):
-    ctx = CaseContext(task=mini, source="as this run has it", gone=NOT_KEPT)
+async def test_case_input_fixtures_and_prep_are_shown_literally(app, mini_with_files):
+    ctx = CaseContext(task=mini_with_files, source="as this run has it", gone=NOT_KEPT)
     async with app.run_test(size=(120, 60)) as pilot:
         screen = await open_detail(app, pilot, wrong(), context=ctx)
         setup = text_of(screen, "#case-setup")
@@ -224,6 +168,17 @@ async def test_ladder_shows_the_failed_rung_and_the_ones_not_reached(app):
         assert "SP ✘" not in summary
 
 
+async def test_case_detail_says_not_reached_for_rungs_that_never_ran(app):
+    r = judge(TASK, REF, outcome(exit_code=0), outcome(exit_code=1))
+    async with app.run_test(size=(160, 45)) as pilot:
+        detail = CaseDetailScreen(r)
+        await app.push_screen(detail)
+        await pilot.pause()
+        summary = str(detail.query_one("#case-summary", Static).render())
+        assert "exec ✘" in summary and "SP, EM, FM not reached" in summary, summary
+        assert "SP ✘" not in summary and "FM score" not in summary
+
+
 # --- keys without a kept delivery -------------------------------------------------------------
 
 
@@ -247,9 +202,9 @@ async def test_keys_say_the_delivery_is_gone_for_a_stored_run(app, key):
         assert detail.rerun_worker is None
 
 
-async def test_a_build_error_case_is_not_re_run(app, mini):
+async def test_a_build_error_case_is_not_re_run(app, mini_with_files):
     result = wrong(verdict=Verdict.BUILD_ERROR, reason="build failed", metrics={})
-    ctx = kept_context(mini)
+    ctx = kept_context(mini_with_files)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_detail(app, pilot, result, context=ctx)
         await pilot.press("r")
@@ -272,7 +227,7 @@ def fake_rerun(monkeypatch):
         calls.append((ref, sides, run_id))
         await release.wait()
         if isinstance(ref.case.input, dict) and ref.case.input.get("op") == "upper":
-            same = side("FINE\n")
+            same = side_run("FINE\n")
             return wrong(verdict=Verdict.ACCEPTED, reason="identical", passed=True,
                          metrics=dict.fromkeys(("exec", "sp", "em", "fm"), 1.0),
                          oracle=same, delivery=same)  # fmt: skip
@@ -282,9 +237,11 @@ def fake_rerun(monkeypatch):
     return calls, release
 
 
-async def test_rerun_shows_re_running_then_the_result_and_whether_it_changed(app, mini, fake_rerun):
+async def test_rerun_shows_re_running_then_the_result_and_whether_it_changed(
+    app, mini_with_files, fake_rerun
+):
     calls, release = fake_rerun
-    ctx = kept_context(mini, source="as this run has it")
+    ctx = kept_context(mini_with_files, source="as this run has it")
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_detail(app, pilot, wrong(), context=ctx)
         await pilot.press("r")
@@ -300,10 +257,12 @@ async def test_rerun_shows_re_running_then_the_result_and_whether_it_changed(app
         assert ref.id == CASE and sides == SIDES and run_id == "r1-rerun1"
 
 
-async def test_edit_form_refuses_invalid_json_then_reruns_the_edited_input(app, mini, fake_rerun):
+async def test_edit_form_refuses_invalid_json_then_reruns_the_edited_input(
+    app, mini_with_files, fake_rerun
+):
     calls, release = fake_rerun
     release.set()
-    ctx = kept_context(mini, source="as this run has it")
+    ctx = kept_context(mini_with_files, source="as this run has it")
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_detail(app, pilot, wrong(), context=ctx)
         await pilot.press("e")
@@ -341,12 +300,14 @@ async def test_edit_form_refuses_invalid_json_then_reruns_the_edited_input(app, 
         assert len(calls) == 1
 
 
-async def test_a_command_case_edits_its_command_and_refuses_an_empty_one(app, mini, fake_rerun):
+async def test_a_command_case_edits_its_command_and_refuses_an_empty_one(
+    app, mini_with_files, fake_rerun
+):
     calls, release = fake_rerun
     release.set()
-    ref = next(r for r in mini.cases if r.id == CASE)
+    ref = next(r for r in mini_with_files.cases if r.id == CASE)
     with_command = ref.model_copy(update={"case": ref.case.model_copy(update={"command": "mini"})})
-    task = mini.model_copy(update={"cases": [with_command]})
+    task = mini_with_files.model_copy(update={"cases": [with_command]})
     ctx = kept_context(task)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_detail(app, pilot, wrong(), context=ctx)
@@ -371,11 +332,11 @@ async def test_a_command_case_edits_its_command_and_refuses_an_empty_one(app, mi
 # --- shells ----------------------------------------------------------------------------------
 
 
-async def test_shell_without_docker_cli_says_so(app, mini, monkeypatch):
+async def test_shell_without_docker_cli_says_so(app, mini_with_files, monkeypatch):
     from icae_tui.ui.screens import case_detail
 
     monkeypatch.setattr(case_detail.shutil, "which", lambda name: None)
-    ctx = kept_context(mini)
+    ctx = kept_context(mini_with_files)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_detail(app, pilot, wrong(), context=ctx)
         await pilot.press("s")
@@ -385,13 +346,15 @@ async def test_shell_without_docker_cli_says_so(app, mini, monkeypatch):
         assert "icae-delivery-mini:test" in told and "-w /workspace" in told
 
 
-async def test_shell_where_the_terminal_cannot_be_handed_over_says_so(app, mini, monkeypatch):
+async def test_shell_where_the_terminal_cannot_be_handed_over_says_so(
+    app, mini_with_files, monkeypatch
+):
     from icae_tui.ui.screens import case_detail
 
     monkeypatch.setattr(case_detail.shutil, "which", lambda name: "/usr/bin/docker")
     ran: list = []
     monkeypatch.setattr(case_detail.subprocess, "call", lambda *a, **k: ran.append(a) or 0)
-    ctx = kept_context(mini)
+    ctx = kept_context(mini_with_files)
     async with app.run_test(size=(120, 40)) as pilot:  # headless: no terminal to give
         await open_detail(app, pilot, wrong(), context=ctx)
         await pilot.press("o")
@@ -467,7 +430,7 @@ async def test_quitting_discards_the_kept_deliveries(fixture_catalog, store, kee
 
 
 async def test_characters_that_differ_are_highlighted_on_both_sides(app):
-    result = wrong(oracle=side("sum=10 ok\n"), delivery=side("sum=12 ko\n"))
+    result = wrong(oracle=side_run("sum=10 ok\n"), delivery=side_run("sum=12 ko\n"))
     async with app.run_test(size=(200, 60)) as pilot:
         screen = await open_detail(app, pilot, result)
         stdout = screen.query_one("#case-stdout")

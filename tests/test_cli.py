@@ -1,10 +1,16 @@
-"""Bad options refused up front: an agent that is not one of the task's, an `--agents` file
-that cannot be read or is not TOML. Each is one line on stderr, exit status 2, and nothing
-stored: no run row, no events (no Docker; an engine reached by mistake is a dead socket)."""
+"""The `icae` command line (icae_tui/cli.py). Bad options refused up front: an agent that is not
+one of the task's, an `--agents` file that cannot be read or is not TOML, run options out of
+range, `icae runs --export` without a run. Each is one line on stderr, exit status 2, and
+nothing stored: no run row, no events (no Docker; an engine reached by mistake is a dead
+socket). A run's config refuses what the command line would; a closed stdout ends quietly."""
 
 from __future__ import annotations
 
+import io
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,8 +20,13 @@ from icae_tui.agents.config import file_error
 from icae_tui.agents.registry import check_agent, make_agent
 from icae_tui.catalog import load_catalog
 from icae_tui.cli import main
+from icae_tui.domain.events import CasesPlanned
+from icae_tui.headless import PlainPrinter
+from icae_tui.run import Run, RunConfig
 from icae_tui.store import RunStore
 from tests.conftest import BUNDLED_TASKS, FIXTURE_TASKS
+from tests.task_copies import copy_mini
+from tests.ui.helpers import started
 
 RECORDING = BUNDLED_TASKS / "semver" / "recordings" / "good-L1.jsonl"
 KNOWN = "(known: broken, good, partial)"  # the solutions of the fixture task `mini`
@@ -94,8 +105,7 @@ def test_check_agent_names_what_is_wrong_and_builds_nothing(fixture_catalog, hom
 
 @pytest.mark.parametrize("name", ["../good", "good/../good", "..\\good", "x..y"])
 def test_make_agent_refuses_path_like_solution_names(tmp_path, name):
-    tasks = tmp_path / "tasks"
-    shutil.copytree(FIXTURE_TASKS / "mini", tasks / "mini")
+    tasks = copy_mini(tmp_path).parent
     solutions = tasks / "mini" / "solutions"
     shutil.copy(solutions / "good.yaml", solutions / "x..y.yaml")  # a real file, still refused
     task = load_catalog(tasks).tasks["mini"]
@@ -181,3 +191,130 @@ def test_file_error_is_about_the_file_never_its_entries(tmp_path, content, says)
         assert err is None  # broken entries: reported by load_agent_config, the rest loads
     else:
         assert err is not None and str(err).startswith(str(path)) and says in str(err)
+
+
+# --- run options ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--concurrency", "-1", "--concurrency: must be at least 1, not -1"),
+        ("--concurrency", "0", "--concurrency: must be at least 1, not 0"),
+        ("--budget", "-3", "--budget: must be at least 0, not -3"),
+        ("--concurrency", "many", "--concurrency: 'many' is not a number"),
+    ],
+)
+def test_run_options_are_checked_before_anything_runs(capsys, tmp_path, option, value, message):
+    argv = ["--tasks", str(FIXTURE_TASKS), "--home", str(tmp_path), "run", "--task", "mini",
+            option, value]  # fmt: skip
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "runs.db").exists()  # nothing was started, nothing stored
+
+
+def test_negative_pace_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        main(["--pace", "-1", "tasks"])
+    assert "--pace: must be at least 0, not -1" in capsys.readouterr().err
+
+
+def test_run_config_refuses_what_the_cli_would(fixture_catalog):
+    task = fixture_catalog.tasks["mini"]
+    for bad, word in (({"budget": -3}, "budget"), ({"concurrency": 0}, "concurrency"),
+                      ({"pace_s": -1.0}, "pace"), ({"responder": "robot"}, "responder")):  # fmt: skip
+        with pytest.raises(ValueError, match=word):
+            RunConfig(task=task, **bad)
+
+
+async def test_unknown_agent_and_missing_solution_fail_before_the_engine(
+    fixture_catalog, store, monkeypatch, tmp_path
+):
+    # No engine here: a run that touched it would fail with an engine error instead.
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    task = fixture_catalog.tasks["mini"]
+    outcome = await Run(
+        RunConfig(task=task, agent="scripted:nonexistent", pace_s=0), store
+    ).execute()
+    assert outcome.status == "failed"
+    assert "nonexistent.yaml" in outcome.error and "good" in outcome.error
+    outcome = await Run(RunConfig(task=task, agent="gpt:x", pace_s=0), store).execute()
+    assert outcome.status == "failed" and "unknown kind" in outcome.error
+    assert {r.status for r in store.runs()} == {"failed"}
+
+
+# --- `icae runs --export` ---------------------------------------------------------------------
+
+
+def test_exporting_a_missing_run_is_an_error(tmp_path, capsys):
+    assert main(["--home", str(tmp_path), "runs", "--export", "nonexistent"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "no stored run 'nonexistent'" in captured.err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--export", ""], "--export needs a run id"),
+        (["--export", "  "], "--export needs a run id"),
+        (["--trajectory"], "--trajectory goes with --export RUN_ID"),
+    ],
+)
+def test_export_options_without_a_run_are_errors(tmp_path, capsys, args, message):
+    assert main(["--home", str(tmp_path), "runs", *args]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and message in captured.err
+
+
+# --- a closed stdout --------------------------------------------------------------------------
+
+
+def closed_stdout(*args: str, home) -> tuple[int, str]:
+    """Run `icae` with its stdout a pipe that nobody reads (closed at once): its exit status
+    and what it wrote to stderr."""
+    env = {**os.environ, "PYTHONUNBUFFERED": ""}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "icae_tui", "--home", str(home), *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    return proc.wait(timeout=60), err
+
+
+@pytest.fixture
+def full_store(tmp_path):
+    store = RunStore(tmp_path / "runs.db")
+    for i in range(200):
+        run_id = f"20240101-{i:06d}-abcdef"
+        store.create_run(run_id, "semver", "scripted:good", "L1", "simulated", float(i))
+        store.finish_run(run_id, "completed", float(i) + 1, 0.5, "x" * 80)
+    ev = started()
+    ev.run_id, ev.seq, ev.ts = "20240101-000000-abcdef", 1, 0.0
+    ev.prd = "a long PRD line\n" * 20_000  # a report of some 300 KB
+    store.append(ev)
+    store.close()
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    "args", [["runs"], ["runs", "--export", "20240101-000000-abcdef"], ["tasks"]]
+)
+def test_a_closed_stdout_ends_quietly(full_store, args):
+    status, err = closed_stdout(*args, home=full_store)
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+    assert status == 141
+
+
+def test_the_headless_printer_stops_printing_when_stdout_is_gone():
+    class Closed(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    printer = PlainPrinter(Closed())
+    printer(started())  # no exception into the run's log
+    printer(CasesPlanned(case_ids=["public/a#0"]))
+    assert printer.closed
