@@ -22,6 +22,7 @@ from icae_tui.evaluation.differential import Sides
 from icae_tui.evaluation.verdict import judge
 from icae_tui.kept import KeptImages
 from icae_tui.run import RunConfig
+from icae_tui.sandbox.registry import DEFAULT_ENGINE
 from icae_tui.ui.app import IcaeApp
 from icae_tui.ui.screens.case_detail import CaseDetailScreen, EditCaseScreen
 from icae_tui.ui.screens.run import RunScreen
@@ -223,7 +224,8 @@ def fake_rerun(monkeypatch):
     calls: list = []
     release = asyncio.Event()
 
-    async def rerun_case(task, sides, ref, *, run_id):
+    async def rerun_case(task, sides, ref, *, run_id, engine):
+        assert engine == DEFAULT_ENGINE  # the run's engine, carried to its re-runs
         calls.append((ref, sides, run_id))
         await release.wait()
         if isinstance(ref.case.input, dict) and ref.case.input.get("op") == "upper":
@@ -390,7 +392,8 @@ def keeping(monkeypatch):
     KeepingRun.made = []
     discarded: list[Sides] = []
 
-    async def discard_delivery(sides):
+    async def discard_delivery(sides, *, engine):
+        assert engine == DEFAULT_ENGINE
         discarded.append(sides)
 
     monkeypatch.setattr(kept_module, "Run", KeepingRun)
