@@ -29,6 +29,7 @@ from .helpers import (
     model_recording,
     model_run,
     recorded_run,
+    settled,
     stamp,
     started,
 )
@@ -129,8 +130,12 @@ def no_user_agents(monkeypatch, tmp_path_factory):
 
 @pytest.fixture
 def snap_compare(snap_compare):
-    """The plugin's snap_compare with every cursor held still before the picture: a blinking
-    cursor drawn in one run and not in the next made snapshots flaky (under load, more so)."""
+    """The plugin's snap_compare, the picture taken once the screen has settled (`settled`:
+    every message handled, no layout or repaint pending, the run screen's view drawn) and with
+    every cursor held still. The plugin waits for the process to look idle by its CPU time,
+    which a loaded machine fakes (a starved process uses no CPU either): a snapshot taken then
+    showed a screen half drawn. A blinking cursor drawn in one run and not the next made them
+    flaky too."""
 
     def compare(app, press=(), terminal_size=(80, 24), run_before=None):
         async def steady(pilot) -> None:
@@ -138,12 +143,29 @@ def snap_compare(snap_compare):
                 result = run_before(pilot)
                 if inspect.isawaitable(result):
                     await result
-            for screen in pilot.app.screen_stack:
-                for widget in screen.walk_children(with_self=True):
-                    if hasattr(widget, "cursor_blink"):
-                        widget.cursor_blink = False
-            await pilot.pause()
+            await pilot.press(*press)
+            await settled(pilot)
+            # A blink tick queued before the blink stopped would still flip the cursor:
+            # stop it, let such a tick pass, then set the cursor as the focus has it.
+            blinking = [
+                widget
+                for screen in pilot.app.screen_stack
+                for widget in screen.walk_children(with_self=True)
+                if hasattr(widget, "cursor_blink")
+            ]
+            for widget in blinking:
+                widget.cursor_blink = False
+            await settled(pilot)
+            for widget in blinking:
+                widget._watch_cursor_blink(False)
+                # TextArea's line cache keys a still cursor like a blinked-off one: a line
+                # drawn in the off phase would be reused without its cursor.
+                cache = getattr(widget, "_line_cache", None)
+                if cache is not None:
+                    cache.clear()
+                widget.refresh()
+            await settled(pilot)
 
-        return snap_compare(app, press=press, terminal_size=terminal_size, run_before=steady)
+        return snap_compare(app, terminal_size=terminal_size, run_before=steady)
 
     return compare

@@ -312,6 +312,41 @@ async def until(pilot, condition, timeout: float = 10.0) -> None:
     await pilot.pause()  # let focus and layout settle
 
 
+def quiet(app) -> bool:
+    """Nothing left for the shown screen to do: every node's messages and callbacks handled,
+    no layout, repaint or after-refresh callback pending, no worker thread at work."""
+    screen = app.screen
+    for node in (app, *screen.walk_children(with_self=True)):
+        if node.message_queue_size or node._next_callbacks or node._pending_message:
+            return False
+    if screen._layout_required or screen._repaint_required or screen._dirty_widgets:
+        return False
+    if screen._callbacks:
+        return False
+    return not any(
+        w.is_running and getattr(w, "_thread_worker", False) for w in app.workers
+    )
+
+
+async def settled(pilot, timeout: float = 30.0) -> None:
+    """Wait until the screen is drawn as its state says: the run screen's view flushed (its
+    timer would draw it at the next tick), then `quiet` twice in a row with every message
+    queued in between handled. A condition on the app's own state, never on time or CPU."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    calm = 0
+    while calm < 2:
+        assert loop.time() < deadline, "the screen never settled"
+        screen = pilot.app.screen
+        if isinstance(screen, RunScreen) and screen.is_attached:
+            screen.flush()
+        await pilot._wait_for_screen()
+        screen = pilot.app.screen
+        screen._on_timer_update()  # apply a pending layout now, as its idle timer would
+        calm = calm + 1 if quiet(pilot.app) else 0
+        await asyncio.sleep(0)  # let other tasks (workers on the loop) take their turn
+
+
 # --- a recorded run of a model agent: its limits, its calls, their recording -----------------
 
 MODEL_RUN_ID = "20240101-010000-m0de15"
