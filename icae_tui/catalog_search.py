@@ -14,15 +14,17 @@ Size. Tasks are sized by their number of cases, all splits (what a run costs to 
 small below `SIZE_LIMITS[0]`, medium below `SIZE_LIMITS[1]`, large from there.
 
 Counts. Each filter's counts are taken over the tasks that match the query and the *other*
-filter (faceted), so the counts say what choosing a value would show.
+filter (faceted), so the counts say what choosing a value would show; cycling a filter
+(`cycled`) skips the values that would show no task.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TypeVar
 
 from rapidfuzz import fuzz, process, utils
 
@@ -34,6 +36,8 @@ SIZE_LIMITS = (30, 100)  # cases: small < 30 <= medium < 100 <= large
 QUERY_CACHE = 32  # scored queries kept (filters change without scoring again)
 SPLITS = tuple(Split)
 LEVELS = tuple(Level)
+
+Choice = TypeVar("Choice", bound=str)
 
 
 class Size(StrEnum):
@@ -248,6 +252,21 @@ class TaskFinder:
             languages=tuple((lang, by_language[lang]) for lang in self.languages),
             sizes=tuple((s, by_size[s]) for s in Size),
         )
+
+
+def cycled(
+    values: Sequence[Choice], current: Choice | None, counts: Mapping[Choice, int]
+) -> Choice | None:
+    """The filter value after `current` (None: all tasks, before the first value and after
+    the last) that shows some task: a value whose count is 0 is skipped, so cycling never
+    empties the list. A `current` not among `values` cycles from the start."""
+    order: list[Choice | None] = [None, *values]
+    at = order.index(current) if current in order else 0
+    for step in range(1, len(order)):
+        value = order[(at + step) % len(order)]
+        if value is None or counts.get(value, 0) > 0:
+            return value
+    return None
 
 
 def normalised(text: str) -> str:

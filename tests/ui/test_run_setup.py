@@ -1,6 +1,7 @@
 """Run setup (icae_tui/ui/screens/run_setup.py): it starts on the agent, not on Start; it
 offers the task's scripted agents and the configured ones, with their state; an agent that is
-not ready cannot start, and says what to set; broken entries are listed."""
+not ready cannot start, and says what to set; broken entries are listed. It opens on the last
+choices of the task (settings.toml, in the temporary config folder of tests/ui/conftest.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,23 @@ import pytest
 from textual.widgets import Button, OptionList, Select, Static
 
 from icae_tui import cli
+from icae_tui.catalog import Catalog
+from icae_tui.domain.states import ResponderMode
+from icae_tui.domain.task import Level
+from icae_tui.run import RunConfig
 from icae_tui.ui.app import IcaeApp
-from icae_tui.ui.screens.run_setup import RunSetupScreen
+from icae_tui.ui.screens.run_setup import AgentChoice, Initial, RunSetupScreen, initial_choices
+from icae_tui.ui.settings import (
+    SETTINGS_FILE,
+    SETUP_FIELDS,
+    Settings,
+    SetupChoice,
+    config_dir,
+    load_settings,
+    save_setup,
+    save_theme,
+)
+from tests.generated_catalog import catalog_of, make_task
 
 from .helpers import until
 
@@ -175,3 +191,116 @@ async def test_run_setup_starts_on_the_agent_not_on_start(fixture_catalog, store
         await pilot.press("enter")  # opens the agent's choices; starts nothing
         await pilot.pause()
         assert isinstance(app.screen, RunSetupScreen) and started_runs == []
+
+
+# --- the last choices, remembered per task (issue 20) ----------------------------------------
+
+
+def chosen(setup: RunSetupScreen) -> tuple[object, object, object]:
+    return tuple(setup.query_one(f"#{name}", Select).value for name in SETUP_FIELDS)
+
+
+async def start_with(app: IcaeApp, pilot, setup: RunSetupScreen, agent, level, responder):
+    for name, value in zip(SETUP_FIELDS, (agent, level, responder), strict=True):
+        setup.query_one(f"#{name}", Select).value = value
+    await pilot.pause()
+    await pilot.press("ctrl+s")
+    await until(pilot, lambda: not isinstance(app.screen, RunSetupScreen))
+
+
+@pytest.fixture
+def two_tasks() -> Catalog:
+    return catalog_of([make_task("alpha", "Alpha tool", "python"),
+                       make_task("beta", "Beta tool", "go")])  # fmt: skip
+
+
+async def test_setup_opens_on_the_last_choices_of_the_task(two_tasks, store, agents_file,
+                                                           monkeypatch):  # fmt: skip
+    started_runs: list[RunConfig] = []
+    monkeypatch.setattr(IcaeApp, "start_run", lambda self, config: started_runs.append(config))
+    app = IcaeApp(catalog=two_tasks, store=store, agent_files=[agents_file])
+    async with app.run_test(size=(160, 45)) as pilot:
+        setup = await open_setup(app, pilot)  # alpha
+        assert chosen(setup) == ("scripted:good", "L1", "simulated")  # nothing remembered
+        await start_with(app, pilot, setup, "model:local", "L2", "human")
+        assert started_runs[-1].agent == "model:local"
+        setup = await open_setup(app, pilot)
+        assert chosen(setup) == ("model:local", "L2", "human")
+        await pilot.press("escape")
+        await pilot.press("down")  # beta: never run, so the last run's choices (alpha's)
+        setup = await open_setup(app, pilot)
+        assert setup.target.id == "beta"
+        assert chosen(setup) == ("model:local", "L2", "human")
+        await start_with(app, pilot, setup, "scripted:good", "L3", "assisted")
+    settings, problems = load_settings(config_dir() / SETTINGS_FILE)
+    assert problems == [] and list(settings.setups) == ["alpha", "beta"]  # the last run last
+    app = IcaeApp(catalog=two_tasks, store=store, agent_files=[agents_file])  # a new session
+    async with app.run_test(size=(160, 45)) as pilot:
+        setup = await open_setup(app, pilot)
+        assert setup.target.id == "alpha" and chosen(setup) == ("model:local", "L2", "human")
+        await pilot.press("escape", "down")
+        setup = await open_setup(app, pilot)
+        assert chosen(setup) == ("scripted:good", "L3", "assisted")
+
+
+@pytest.mark.parametrize(
+    ("agent", "says"),
+    [
+        ("model:gone", "model:gone, chosen last time, is gone"),
+        ("model:keyed", "model:keyed, chosen last time, is not ready (missing key variable)"),
+    ],
+)
+async def test_a_remembered_agent_that_is_gone_or_not_ready_is_not_chosen(
+    fixture_catalog, store, agents_file, agent, says
+):
+    settings = config_dir() / SETTINGS_FILE
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(f'[setup.mini]\nagent = "{agent}"\nlevel = "L3"\nresponder = "assisted"\n')
+    app = IcaeApp(catalog=fixture_catalog, store=store, agent_files=[agents_file])
+    async with app.run_test(size=(160, 45)) as pilot:
+        setup = await open_setup(app, pilot)
+        assert chosen(setup) == ("scripted:good", "L3", "assisted")  # the rest still holds
+        assert not setup.query_one("#start", Button).disabled
+        assert says in static_text(setup.query_one("#setup-note", Static))
+
+
+def test_remembered_choices_this_version_does_not_offer_are_not_chosen():
+    offered = {"scripted:good": AgentChoice("scripted:good")}
+    initial = initial_choices(SetupChoice("scripted:good", "L9", "telepathic"), offered)
+    assert initial == Initial("scripted:good", Level.L1, ResponderMode.SIMULATED)
+
+
+def test_saving_a_setup_keeps_the_rest_of_the_settings_file(tmp_path):
+    path = tmp_path / "settings.toml"
+    path.write_text('# mine\ntheme = "dark"\n\n[setup."a"]\nagent = "x"\n\n[other]\nk = 1\n')
+    assert save_setup(path, "a", SetupChoice("scripted:good", "L2", "human")) is None
+    assert save_setup(path, "b", SetupChoice("model:local", None, "simulated")) is None
+    text = path.read_text()
+    assert text.startswith('# mine\ntheme = "dark"\n') and "[other]\nk = 1\n" in text
+    settings, problems = load_settings(path)
+    assert problems == [] and settings.theme == "dark"
+    assert settings.setups == {
+        "a": SetupChoice("scripted:good", "L2", "human"),
+        "b": SetupChoice("model:local", None, "simulated"),
+    }
+    assert save_theme(path, "light") is None  # the theme's line, the setups kept
+    assert load_settings(path)[0] == Settings("light", settings.setups)
+
+
+def test_a_settings_file_that_declares_setups_otherwise_is_left_alone(tmp_path):
+    path = tmp_path / "settings.toml"
+    original = '[setup]\na = { agent = "x" }\n'
+    path.write_text(original)
+    problem = save_setup(path, "a", SetupChoice("y"))
+    assert problem is not None and "not saved" in problem.message
+    assert path.read_text() == original
+    path.write_text("[setup\n")
+    assert "not valid TOML" in str(save_setup(path, "a", SetupChoice("y")))
+
+
+def test_a_bad_setup_entry_is_reported_and_the_rest_kept(tmp_path):
+    path = tmp_path / "settings.toml"
+    path.write_text('theme = "dark"\n[setup.a]\nagent = 7\nlevel = "L2"\n[setup]\nb = 3\n')
+    settings, problems = load_settings(path)
+    assert settings.theme == "dark" and settings.setups == {"a": SetupChoice(level="L2")}
+    assert [p.field for p in problems] == ['setup."a".agent', 'setup."b"']

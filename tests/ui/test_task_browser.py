@@ -9,6 +9,7 @@ import io
 
 import pytest
 from rich.console import Console
+from textual import events
 from textual.widgets import Input, Static
 
 from icae_tui.catalog import Catalog
@@ -16,6 +17,7 @@ from icae_tui.catalog_search import Size, TaskFinder
 from icae_tui.domain.task import Level
 from icae_tui.ui.app import IcaeApp
 from icae_tui.ui.screens import task_list
+from icae_tui.ui.screens.help import HelpScreen
 from icae_tui.ui.screens.run_setup import RunSetupScreen
 from icae_tui.ui.screens.task_list import TaskListScreen
 from icae_tui.ui.widgets.task_preview import TaskPreview
@@ -284,10 +286,14 @@ async def test_five_hundred_tasks_follow_every_keystroke(five_hundred, store, mo
             await pilot.pause()
             assert shown(screen) == finder.find(typed).ids, typed
         assert shown(screen) == ["yaml-linter-111", "yaml-linter-311"]
-        await pilot.press("enter", "l", "s")  # to the list; first language; small
+        await pilot.press("enter", "l", "s")  # to the list; first language; first size
         await pilot.pause()
-        expected = finder.find("yaml linter", finder.languages[0], Size.SMALL)
-        assert shown(screen) == expected.ids
+        # each the first that shows some task (the ones with none are skipped)
+        language = next(lang for lang, n in finder.find("yaml linter").languages if n)
+        size = next(s for s, n in finder.find("yaml linter", language).sizes if n)
+        assert (screen.language_filter, screen.size_filter) == (language, size)
+        expected = finder.find("yaml linter", language, size)
+        assert shown(screen) == expected.ids and expected.ids
         await pilot.press("escape", "escape")
         await pilot.pause()
         assert table.row_count == 500 and shown(screen) == [c.id for c in finder.cards]
@@ -301,3 +307,159 @@ async def test_five_hundred_tasks_follow_every_keystroke(five_hundred, store, mo
         await pilot.pause()
         assert table.cursor == table.page_rows
         assert table.highlighted in app.export_screenshot()  # scrolled into view
+
+
+# --- issue 20: what a new user tripped on ----------------------------------------------------
+
+
+async def test_size_cycle_skips_the_sizes_with_no_task(store):
+    """Only medium tasks (as the shipped tasks are): `s` goes all → medium → all, never to
+    `small 0` or `large 0` (an empty list, the preview gone, the layout jumping)."""
+    tasks = [make_task("a", "A tool", "python", cases=40), make_task("b", "B tool", "go", cases=70)]
+    app = console_app(catalog_of(tasks), store)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = app.screen
+        assert "small 0" in static(screen, "#task-filters")
+        await pilot.press("s")
+        await pilot.pause()
+        assert screen.size_filter is Size.MEDIUM and shown(screen) == ["a", "b"]
+        await pilot.press("s")
+        await pilot.pause()
+        assert screen.size_filter is None and shown(screen) == ["a", "b"]
+
+
+async def test_both_cycles_skip_what_the_other_filter_and_the_search_leave_empty(store):
+    app = console_app(catalog_of(SMALL), store)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = app.screen
+        await pilot.press("l")  # python: small 1 · medium 1 · large 0
+        await pilot.pause()
+        assert screen.language_filter == "python"
+        for size in (Size.SMALL, Size.MEDIUM, None):  # large 0 skipped
+            await pilot.press("s")
+            await pilot.pause()
+            assert screen.size_filter is size and shown(screen)
+        await pilot.press("escape", "s", "s")  # no filter (Escape), then medium
+        await pilot.pause()
+        assert screen.size_filter is Size.MEDIUM
+        assert "rust 0" in static(screen, "#task-filters")
+        for language in ("python", "go", None):  # rust 0 skipped
+            await pilot.press("l")
+            await pilot.pause()
+            assert screen.language_filter == language and shown(screen)
+        await pilot.press("escape", "slash")
+        await type_text(pilot, "zzzz")  # nothing matches: no value shows a task
+        await pilot.press("enter", "l", "s")
+        await pilot.pause()
+        assert (screen.language_filter, screen.size_filter) == (None, None)
+
+
+def listed(screen, query: str) -> bool:
+    """The list shows what the search finds for `query`, and not every task."""
+    ids = screen.finder.find(query).ids
+    return shown(screen) == ids and len(ids) < len(screen.finder.cards)
+
+
+def queue_keys(app, *keys: str) -> None:
+    """Keys as a terminal delivers what was typed fast (tmux): all of them queued before the
+    first one is handled (Pilot's `press` lets each one settle first)."""
+    for key in keys:
+        char = "\x15" if key == "ctrl+u" else "\x7f" if key == "backspace" else key
+        app.post_message(events.Key(key, char if len(char) == 1 else None))
+
+
+async def test_typing_right_after_ctrl_u_is_kept(store):
+    app = console_app(catalog_of(SMALL), store)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = app.screen
+        await pilot.press("slash")
+        await type_text(pilot, "csv")
+        await pilot.pause()
+        search = screen.query_one("#task-search", Input)
+        queue_keys(app, "ctrl+u", "t", "o", "d", "o")
+        await until(pilot, lambda: search.value == "todo" and listed(screen, "todo"))
+        queue_keys(app, "backspace", "backspace", "ctrl+u", "s", "e", "m")
+        await until(pilot, lambda: search.value == "sem" and listed(screen, "sem"))
+
+
+async def test_typing_right_after_escape_clears_is_kept(store):
+    app = console_app(catalog_of(SMALL), store)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = app.screen
+        await pilot.press("slash")
+        await type_text(pilot, "csv")
+        await pilot.pause()
+        search = screen.query_one("#task-search", Input)
+        queue_keys(app, "escape", "t", "o", "d", "o")  # Escape clears, typing goes on
+        await until(pilot, lambda: search.value == "todo" and listed(screen, "todo"))
+        assert search.has_focus
+
+
+LONG = {
+    level: f"# Long {level.value}\n\n"
+    + "\n\n".join(f"Paragraph {i} of the {level.value} PRD." for i in range(40))
+    + f"\n\nlast-line-of-{level.value}"
+    for level in Level
+}
+
+
+def screen_text(app) -> str:
+    return app.export_screenshot().replace("&#160;", " ")
+
+
+async def test_a_long_prd_scrolls_from_the_list_and_its_border_says_how(store):
+    """At 80×24: `J` / `K` scroll the preview a page from the list, the border names the keys
+    and how far down it is, and the whole PRD is reached."""
+    tasks = [make_task("long", "Long PRD", "python", "a task with a long PRD", prd=LONG),
+             make_task("other", "Other", "go")]  # fmt: skip
+    app = console_app(catalog_of(tasks), store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        preview = screen.query_one(TaskPreview)
+        await until(pilot, lambda: preview.border_subtitle == "[ ] tabs · J K scroll · top")
+        assert "last-line-of-L1" not in screen_text(app)
+        for _ in range(60):  # a page each: far fewer
+            if preview.border_subtitle == "[ ] tabs · J K scroll · end":
+                break
+            await pilot.press("J")
+            await pilot.pause()
+        assert preview.border_subtitle == "[ ] tabs · J K scroll · end"
+        assert "last-line-of-L1" in screen_text(app)
+        assert screen.query_one("#tasks").has_focus  # the list keeps the keys
+        await pilot.press("K")
+        await until(pilot, lambda: "%" in str(preview.border_subtitle))
+        await pilot.press("right_square_bracket")  # L2 from its top: the tab bar first
+        await pilot.pause()
+        body = preview.body
+        assert body.scroll_y == preview.query_one("#preview-tabs").virtual_region.y > 0
+        assert "Paragraph 0 of the L2 PRD" in screen_text(app)
+        await pilot.press("j")  # another task: from the top
+        await until(pilot, lambda: preview.card.id == "other" and body.scroll_y == 0)
+
+
+async def test_at_80x24_the_list_takes_its_rows_and_the_preview_the_rest(store):
+    """No empty rows between the list and the preview: a short list leaves them to the
+    preview, a long one stops at a third of the screen."""
+    for tasks, rows in ((SMALL, len(SMALL) + 3), (generated(60), 24 // 3)):
+        app = console_app(catalog_of(tasks), store)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            screen = app.screen
+            table = screen.query_one("#tasks", TaskTable)
+            preview = screen.query_one(TaskPreview)
+            assert table.region.height == rows  # its rows, borders and header
+            assert preview.region.y == table.region.bottom  # right below the list
+            assert preview.region.bottom == screen.query_one("Footer").region.y
+            assert preview.body.region.height >= 6
+
+
+async def test_help_names_each_preview_tab_key(store):
+    app = console_app(catalog_of(SMALL), store)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        rows = {r.action_id: (r.keys, r.description) for r in app.screen.rows}
+        assert rows["tasks.preview_tab.-1"] == (["["], "Previous preview tab")
+        assert rows["tasks.preview_tab.1"] == (["]"], "Next preview tab")
+        assert rows["tasks.preview_scroll.1"] == (["J"], "Scroll the preview down")
+        assert rows["tasks.preview_scroll.-1"] == (["K"], "Scroll the preview up")

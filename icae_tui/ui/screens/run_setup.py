@@ -4,6 +4,11 @@ The agents offered are the task's scripted ones (`scripted:<solution>`) and the 
 ones (`model:<name>`, `<kind>:<name>`: from the defaults, the user's agents.toml and the
 `icae --agents` files), each with its state. An agent that is not ready is listed but cannot start: the note under
 the choices says what to set. Broken entries of the agents files are listed, located.
+
+The dialog opens on the choices of the task's last run started (remembered in settings.toml,
+icae_tui/ui/settings.py), else on those of the last run of any task, else on `scripted:good`,
+L1, the simulated user. A remembered agent that is gone or not ready now is not chosen (the
+default is, and the note says why); a level or responder this version does not offer neither.
 """
 
 from __future__ import annotations
@@ -35,6 +40,13 @@ from icae_tui.domain.task import Level, Task
 from icae_tui.run import RunConfig
 from icae_tui.safe_text import printable
 from icae_tui.ui.keymap import keyed
+from icae_tui.ui.settings import (
+    SETTINGS_FILE,
+    SetupChoice,
+    config_dir,
+    load_settings,
+    save_setup,
+)
 from icae_tui.ui.text import clip, safe
 from icae_tui.ui.widgets.footer import Footer
 
@@ -60,6 +72,37 @@ def default_agent(agents: list[str]) -> str | None:
     if "scripted:good" in agents:
         return "scripted:good"
     return agents[0] if agents else None
+
+
+@dataclass(frozen=True)
+class Initial:
+    """What the dialog opens on, and why a remembered agent is not it ("" when it is, or
+    when none is remembered)."""
+
+    agent: str | None
+    level: Level
+    responder: ResponderMode
+    passed_over: str = ""
+
+
+def initial_choices(remembered: SetupChoice | None, choices: Mapping[str, AgentChoice]) -> Initial:
+    """The remembered choices where they still hold, the defaults where not."""
+    ready = [spec for spec, c in choices.items() if c.ready]
+    agent = default_agent(ready)
+    level, responder = Level.L1, ResponderMode.SIMULATED
+    passed_over = ""
+    if remembered is not None:
+        last = remembered.agent
+        if last is not None and last in ready:
+            agent = last
+        elif last is not None:
+            why = f"not ready ({choices[last].state})" if last in choices else "gone"
+            passed_over = f"{last}, chosen last time, is {why}"
+        if remembered.level in {lv.value for lv in Level}:
+            level = Level(remembered.level)
+        if remembered.responder in {mode.value for mode, _ in RESPONDERS}:
+            responder = ResponderMode(remembered.responder)
+    return Initial(agent, level, responder, passed_over)
 
 
 @dataclass(frozen=True)
@@ -131,8 +174,14 @@ class RunSetupScreen(ModalScreen[RunConfig | None]):
     )
 
     def __init__(
-        self, task: Task, pace_s: float | None = None, agent_files: Sequence[Path] = ()
+        self,
+        task: Task,
+        pace_s: float | None = None,
+        agent_files: Sequence[Path] = (),
+        settings_file: Path | None = None,
     ) -> None:
+        """`settings_file`: where the last choices are remembered (the console's
+        settings.toml by default)."""
         super().__init__()
         self.target = task
         self.pace_s = pace_s
@@ -142,6 +191,10 @@ class RunSetupScreen(ModalScreen[RunConfig | None]):
         self.agents = list(self.choices)
         self.ready_agents = [c.spec for c in self.choices.values() if c.ready]
         self.has_scripted = any(a.startswith("scripted:") for a in self.agents)
+        self.settings_file = settings_file or config_dir() / SETTINGS_FILE
+        settings, _problems = load_settings(self.settings_file)  # notified when the app began
+        remembered = settings.setups.get(task.id) or settings.last_setup
+        self.initial = initial_choices(remembered, self.choices)
 
     def compose(self) -> ComposeResult:
         task = self.target
@@ -156,7 +209,7 @@ class RunSetupScreen(ModalScreen[RunConfig | None]):
                 yield Label("Agent")
                 yield Select(
                     [(c.label(), c.spec) for c in self.choices.values()],
-                    value=default_agent(self.ready_agents) or Select.NULL,
+                    value=self.initial.agent or Select.NULL,
                     allow_blank=not self.ready_agents,
                     prompt="no agent ready for this task",
                     id="agent",
@@ -164,14 +217,14 @@ class RunSetupScreen(ModalScreen[RunConfig | None]):
                 yield Label("Level")
                 yield Select(
                     [(LEVEL_NOTES.get(lv, lv.value), lv.value) for lv in Level],
-                    value=Level.L1.value,
+                    value=self.initial.level.value,
                     allow_blank=False,
                     id="level",
                 )
                 yield Label("Responder")
                 yield Select(
                     [(label, value) for value, label in RESPONDERS],
-                    value=ResponderMode.SIMULATED,
+                    value=self.initial.responder,
                     allow_blank=False,
                     id="responder",
                 )
@@ -187,7 +240,7 @@ class RunSetupScreen(ModalScreen[RunConfig | None]):
         yield Footer()
 
     def selected_default(self) -> AgentChoice | None:
-        spec = default_agent(self.ready_agents)
+        spec = self.initial.agent
         return self.choices.get(spec) if spec is not None else None
 
     def note(self, choice: AgentChoice | None) -> Text:
@@ -209,6 +262,9 @@ class RunSetupScreen(ModalScreen[RunConfig | None]):
         if not choice.spec.startswith("scripted:"):
             text.append("\n")
             text.append_text(safe(choice.detail, "dim", limit=400))
+        if self.initial.passed_over and choice.spec == self.initial.agent:
+            text.append("\n")
+            text.append_text(safe(self.initial.passed_over, "yellow", limit=200))
         return text
 
     def errors_text(self) -> Text:
@@ -273,7 +329,16 @@ class RunSetupScreen(ModalScreen[RunConfig | None]):
         if config is None:
             self.notify("Choose an agent first.", severity="warning")
             return
+        self.remember(config)
         self.dismiss(config)
+
+    def remember(self, config: RunConfig) -> None:
+        """The choices of the run started, for the next time (a problem is told, the run
+        starts all the same)."""
+        choice = SetupChoice(config.agent, config.level.value, config.responder.value)
+        problem = save_setup(self.settings_file, self.target.id, choice)
+        if problem is not None:
+            self.notify(str(problem), title=problem.file.name, severity="warning", markup=False)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

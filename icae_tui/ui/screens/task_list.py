@@ -2,8 +2,14 @@
 highlighted task — and what is wrong with any task that did not load.
 
 Keys: `/` search (typing filters and ranks as you type; Enter or ↓ back to the list; Escape
-clears), `l` / `s` cycle the language and size filters, `[` / `]` the preview's tabs (the PRD
-of each level, the case counts), ↑↓ or j/k move, Enter sets up a run, `h` past runs.
+clears), `l` / `s` cycle the language and size filters (skipping the values no task would
+show), `[` / `]` the preview's tabs (the PRD of each level, the case counts), `J` / `K` scroll
+the preview a page down / up, ↑↓ or j/k move, Enter sets up a run, `h` past runs.
+
+The search box runs its keys' bindings (ctrl+u, backspace, Escape…) as each key arrives, in
+order with the characters typed: Textual runs a binding only once the key has bubbled up to
+the app, after the characters typed behind it were inserted — so ctrl+u then fast typing
+cleared what was typed after it.
 
 Searching and counting are `TaskFinder`'s (icae_tui/catalog_search.py, no Textual). Each
 task's row is built once; a keystroke hands the list the new order of task ids and only the
@@ -23,7 +29,7 @@ from textual.screen import Screen
 from textual.widgets import Header, Input, Static
 
 from icae_tui.catalog import Catalog
-from icae_tui.catalog_search import Found, Size, TaskCard, TaskFinder
+from icae_tui.catalog_search import Found, Size, TaskCard, TaskFinder, cycled
 from icae_tui.domain.task import Task
 from icae_tui.ui.keymap import keyed
 from icae_tui.ui.requests import OpenHistory, OpenSetup
@@ -35,6 +41,8 @@ from icae_tui.ui.widgets.task_table import Column, TaskTable
 
 WIDE = 120  # columns from which the preview stands beside the list, not below it
 TITLE_WIDTH = 40  # a longer title is cut in the list (the preview has it whole)
+LIST_SHARE = 1 / 3  # narrow: the list's rows at most, of the screen's (the preview the rest)
+MIN_LIST = 5  # rows of the list at least: borders, header, two tasks
 
 
 def task_errors_text(catalog: Catalog) -> Text:
@@ -74,6 +82,20 @@ class SearchBox(Input):
         Binding("down", "screen.focus_list", "To the list", show=False),
     ]
 
+    async def on_key(self, event: events.Key) -> None:
+        """A key with a binding (this box's, the screen's) runs it now, before the keys
+        typed after it are handled; a character is the Input's, as usual."""
+        if event.is_printable:
+            return
+        active = self.screen.active_bindings.get(event.key)
+        if active is None or not active.enabled or active.binding.priority:
+            return  # the usual way: the screen's on_key, the app's bindings
+        if active.node is self.app:
+            return
+        event.stop()
+        event.prevent_default()
+        await self.app.run_action(active.binding.action, active.node)
+
 
 class TaskListScreen(Screen[None]):
     AUTO_FOCUS = "#tasks"
@@ -85,8 +107,10 @@ class TaskListScreen(Screen[None]):
             Binding("slash", "search", "Search", show=False),  # the search box says so
             Binding("l", "cycle_language", "Language"),
             Binding("s", "cycle_size", "Size"),
-            Binding("left_square_bracket", "preview_tab(-1)", "Previous tab", show=False),
-            Binding("right_square_bracket", "preview_tab(1)", "Preview", key_display="[ ]"),
+            Binding("left_square_bracket", "preview_tab(-1)", "Previous preview tab", show=False),
+            Binding("right_square_bracket", "preview_tab(1)", "Next preview tab"),
+            Binding("J", "preview_scroll(1)", "Scroll the preview down", show=False),
+            Binding("K", "preview_scroll(-1)", "Scroll the preview up", show=False),
             Binding("escape", "clear", "Clear"),  # shown while there is something to clear
             Binding("h", "history", "Past runs"),
             Binding("q", "app.quit", "Quit", show=False),
@@ -139,7 +163,32 @@ class TaskListScreen(Screen[None]):
             f" · {len(self.catalog.errors)} with errors" if self.catalog.errors else ""
         )
         self.update_results()
+        self.fit_list(*self.app.size)
         self.query_one("#tasks", TaskTable).focus()
+        preview = self.query_one(TaskPreview)
+        preview.tab_keys = self.keys_of("preview_tab(-1)", "preview_tab(1)")
+        preview.scroll_keys = self.keys_of("preview_scroll(1)", "preview_scroll(-1)")
+        preview.update_hint()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.fit_list(event.size.width, event.size.height)
+
+    def fit_list(self, width: int, height: int) -> None:
+        """Narrow, the preview below the list: the list as tall as its rows, up to a share of
+        the screen; the preview has the rest. Wide, side by side: the CSS's."""
+        table = self.query_one("#tasks", TaskTable)
+        rows = max(MIN_LIST, int(height * LIST_SHARE))
+        table.styles.max_height = rows if width < WIDE else None
+
+    def keys_of(self, *actions: str) -> str:
+        """The keys of these actions of the screen, as remapped (keymap.toml), shown."""
+        keys: list[str] = []
+        for action in actions:
+            for active in self.active_bindings.values():
+                if active.node is self and active.binding.action == action:
+                    keys.append(self.app.get_key_display(active.binding))
+                    break
+        return " ".join(keys)
 
     # --- searching and filtering ----------------------------------------------------------
 
@@ -207,13 +256,14 @@ class TaskListScreen(Screen[None]):
             self.action_focus_list()
 
     def action_cycle_language(self) -> None:
-        choices: list[str | None] = [None, *self.finder.languages]
-        self.language_filter = choices[(choices.index(self.language_filter) + 1) % len(choices)]
+        """The next language that shows some task (under the search and the size filter)."""
+        counts = dict(self.found.languages)
+        self.language_filter = cycled(self.finder.languages, self.language_filter, counts)
         self.update_results()
 
     def action_cycle_size(self) -> None:
-        choices: list[Size | None] = [None, *Size]
-        self.size_filter = choices[(choices.index(self.size_filter) + 1) % len(choices)]
+        """The next size that shows some task (under the search and the language filter)."""
+        self.size_filter = cycled(tuple(Size), self.size_filter, dict(self.found.sizes))
         self.update_results()
 
     # --- the highlighted task ---------------------------------------------------------------
@@ -223,6 +273,9 @@ class TaskListScreen(Screen[None]):
 
     def action_preview_tab(self, step: int) -> None:
         self.query_one(TaskPreview).switch(step)
+
+    def action_preview_scroll(self, step: int) -> None:
+        self.query_one(TaskPreview).scroll_page(step)
 
     def selected_task(self) -> Task | None:
         return self.catalog.tasks.get(self.query_one("#tasks", TaskTable).highlighted or "")

@@ -2,6 +2,11 @@
 (L1, L2, L3, ground — what an agent at that level is given) and the counts of its cases per
 split and per pattern.
 
+The whole preview scrolls as one (description, tabs, PRD), so a short terminal gives the PRD
+every row once the description is scrolled past. The task list switches its tabs and scrolls it
+with keys of its own (`[` / `]`, `J` / `K`), which the preview's border names — the scroll
+keys while there is more than fits, with how far down it is.
+
 Everything here is drawn from a `TaskCard` (icae_tui/catalog_search.py), which holds no case
 content and no user-agent record: the preview cannot show a hidden case, only how many there
 are.
@@ -13,8 +18,10 @@ import re
 
 from rich.table import Table
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
 from textual.widgets import Static, Tab, Tabs
 
 from icae_tui.catalog_search import TaskCard
@@ -143,8 +150,29 @@ def count_text(n: int) -> Text:
     return Text(str(n), style="" if n else "dim")
 
 
+class PreviewBody(VerticalScroll):
+    """The preview's scrolling part; says when its size or its content's changed (the
+    border's hint follows)."""
+
+    class Resized(Message):
+        pass
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.post_message(self.Resized())
+
+
+def keys_hint(tab_keys: str, scroll_keys: str, y: float, max_y: float) -> str:
+    """The border's hint: the keys of the tabs, and while the preview has more than fits the
+    keys that scroll it and how far down it is (`[ ] tabs · J K scroll · 40%`)."""
+    parts = [f"{tab_keys} tabs"] if tab_keys else []
+    if max_y > 0:
+        where = "top" if y <= 0 else "end" if y >= max_y else f"{round(100 * y / max_y)}%"
+        parts.append(f"{scroll_keys} scroll · {where}" if scroll_keys else where)
+    return " · ".join(parts)
+
+
 class TaskPreview(Vertical):
-    """Description, then tabs: the PRD of each level and the case counts."""
+    """Description, then tabs: the PRD of each level and the case counts — one scroll."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -153,16 +181,25 @@ class TaskPreview(Vertical):
         self.shown: tuple[str, str] | None = None  # (task id, tab) drawn in the body
         self.display = False  # until there is a task to preview
         self.border_title = "Preview"
+        self.tab_keys = ""  # the task list's keys that switch the tabs ("[ ]")
+        self.scroll_keys = ""  # the task list's keys that scroll the preview ("J K")
 
     def compose(self) -> ComposeResult:
-        yield Static(id="task-detail")
-        yield Static(id="task-folder")
-        yield Tabs(*(Tab(tab, id=tab_id(tab)) for tab in TABS), id="preview-tabs")
-        with VerticalScroll(id="preview-body"):
+        with PreviewBody(id="preview-body"):
+            yield Static(id="task-detail")
+            yield Static(id="task-folder")
+            yield Tabs(*(Tab(tab, id=tab_id(tab)) for tab in TABS), id="preview-tabs")
             yield Static(id="preview-text")
 
+    def on_mount(self) -> None:
+        self.watch(self.body, "scroll_y", lambda: self.update_hint(), init=False)
+
+    @property
+    def body(self) -> PreviewBody:
+        return self.query_one("#preview-body", PreviewBody)
+
     def show(self, card: TaskCard | None) -> None:
-        """Preview `card` (None: nothing to preview), on the tab chosen last."""
+        """Preview `card` (None: nothing to preview), on the tab chosen last, from its top."""
         if card is self.card:
             return
         self.card = card
@@ -173,6 +210,7 @@ class TaskPreview(Vertical):
         self.query_one("#task-detail", Static).update(task_detail_text(card))
         self.query_one("#task-folder", Static).update(task_folder_text(card))
         self.draw()
+        self.body.scroll_home(animate=False, immediate=True)
 
     def switch(self, step: int) -> None:
         """The next (1) or previous (-1) tab, drawn at once (keys pressed in a row each
@@ -181,6 +219,12 @@ class TaskPreview(Vertical):
         self.query_one(Tabs).active = tab_id(self.tab)
         self.draw()
 
+    def scroll_page(self, step: int) -> None:
+        """A page down (1) or up (-1), the last line of one the first of the next."""
+        body = self.body
+        page = max(1, body.scrollable_content_region.height - 1)
+        body.scroll_to(y=body.scroll_y + step * page, animate=False, immediate=True)
+
     def on_tabs_tab_activated(self, event: Tabs.TabActivated) -> None:
         event.stop()
         tab = (event.tab.id or "").removeprefix("preview-")
@@ -188,14 +232,30 @@ class TaskPreview(Vertical):
             self.tab = tab
             self.draw()
 
+    def on_preview_body_resized(self, event: PreviewBody.Resized) -> None:
+        event.stop()
+        self.update_hint()
+
     def draw(self) -> None:
+        """The tab's content. Scrolled past the tab bar, the preview starts the new tab at
+        its top (the tab bar the first line)."""
         card = self.card
         if card is None or self.shown == (card.id, self.tab):
             return
         body = self.query_one("#preview-text", Static)
         if self.tab == CASES_TAB:
             body.update(cases_table(card))
+            self.border_title = "Preview · cases"
         else:
             body.update(prd_text(card, Level(self.tab)))
-        self.query_one("#preview-body", VerticalScroll).scroll_home(animate=False)
+            self.border_title = f"Preview · {self.tab} PRD"
+        tabs = self.query_one(Tabs)
+        if self.shown is not None and self.body.scroll_y > tabs.virtual_region.y:
+            self.body.scroll_to(y=tabs.virtual_region.y, animate=False, immediate=True)
         self.shown = (card.id, self.tab)
+
+    def update_hint(self) -> None:
+        body = self.body
+        self.border_subtitle = keys_hint(
+            self.tab_keys, self.scroll_keys, body.scroll_y, body.max_scroll_y
+        )
