@@ -254,6 +254,32 @@ async def test_a_leave_confirmed_after_the_run_ended_just_leaves():
     await done(run, work)
 
 
+async def test_leaving_a_completed_run_that_kept_its_delivery_asks_first(fixture_catalog):
+    """Leaving discards what the run kept (re-runs, shells): Escape asks; keep stays."""
+    kept = Kept()
+    run, handle, view, op, work = live(started(), keep=lambda _: kept,
+                                       task=fixture_catalog.tasks["mini"])  # fmt: skip
+    await done(run, work)
+    assert op.ended(End.RETURNED) == [Do.REDRAW] and handle.kept is kept
+    (confirm,) = op.back()
+    assert isinstance(confirm, Confirm) and confirm.prompt is Prompt.DISCARD
+    assert "discards its kept delivery" in confirm.question
+    assert (confirm.yes, confirm.no) == ("Leave", "Keep it")
+    assert op.confirmed(Prompt.DISCARD, False) == [] and handle.kept is kept
+    assert op.confirmed(Prompt.DISCARD, True) == [Do.LEAVE]
+    discarding = handle.discard()  # what the console does once the screen is gone
+    assert discarding is not None
+    await discarding
+    assert op.back() == [Do.LEAVE]  # nothing kept any more: nothing to ask
+
+
+async def test_leaving_a_completed_run_that_kept_nothing_leaves_at_once():
+    run, handle, view, op, work = live(started())
+    await done(run, work)
+    op.ended(End.RETURNED)
+    assert handle.kept is None and op.back() == [Do.LEAVE]
+
+
 async def test_leftovers_the_final_sweep_removed_are_said():
     run = Run()
     run.leftovers_removed = ["c1", "c2"]

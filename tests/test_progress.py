@@ -7,7 +7,7 @@ import pytest
 
 from icae_tui.display.progress import RunProgress, bar, eta, run_progress, tail_segments
 from icae_tui.display.view import RunView
-from icae_tui.display.wording import plain
+from icae_tui.display.wording import plain, score_segments
 from icae_tui.domain.agent import Limits
 from icae_tui.domain.events import (
     AgentPaused,
@@ -18,6 +18,7 @@ from icae_tui.domain.events import (
     PhaseChanged,
     RunFinished,
     RunStarted,
+    ScoreUpdated,
 )
 from icae_tui.domain.results import CaseResult, Score, SideRun, Verdict
 
@@ -146,6 +147,32 @@ def test_a_finished_run_shows_its_outcome_and_whole_time():
     assert p == RunProgress("completed", 125.0, done=2, planned=2, over=True)
     assert p.fraction == 1.0
     assert plain(tail_segments(p)) == "2/2 cases · 02:05 in all"
+
+
+def test_a_cancel_shows_one_count_of_cases_done_and_the_rest_not_run():
+    """Cases finish after the last score update (a cancel cuts it off): the progress and the
+    score line say the same cases done, and the cases never judged are not run."""
+    view = view_of(
+        at(T0, started()),
+        at(T0 + 1, PhaseChanged(phase="evaluate")),
+        at(T0 + 2, CasesPlanned(case_ids=CASES[:4])),
+        at(T0 + 3, CaseFinished(result=result(CASES[0]))),
+        at(T0 + 3, ScoreUpdated(score=Score(done=1, planned=4))),
+        at(T0 + 4, CaseFinished(result=result(CASES[1]))),
+        at(T0 + 5, CaseFinished(result=result(CASES[2], passed=False))),
+    )
+    shown = view.shown_score()
+    assert shown is not None and (shown.done, shown.planned) == (3, 4)
+    assert run_progress(view, now=T0 + 6).done == 3
+    assert "3/4 cases done" in plain(score_segments(shown))
+    assert view.results_summary() == "2 accepted · 1 wrong_answer · 1 pending"
+
+    view.apply(at(T0 + 7, RunFinished(status="cancelled", error="cancelled by the operator")))
+    p = run_progress(view, now=T0 + 8)
+    shown = view.shown_score()
+    assert (p.done, p.planned) == (3, 4) and shown is not None and shown.done == 3
+    assert view.results_summary() == "2 accepted · 1 wrong_answer · 1 not run"
+    assert [row.not_run for row in view.cases.values()] == [False, False, False, True]
 
 
 def test_bar():

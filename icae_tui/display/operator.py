@@ -1,7 +1,9 @@
 """The operator's side of a run display, without the widgets: is the run's work going,
 being cancelled, cancelled, crashed or over; is a question waiting for the operator, or
 answered and its answer not in yet; is a responder switch asked and not yet in; is a pause
-asked and not yet answered; does the display leave once the work is over.
+asked and not yet answered; does the display leave once the work is over; does leaving a
+finished run discard what it kept (its delivery: re-running a case, the shells), so the
+operator is asked first.
 
 `Operator` is the state machine; each transition returns the effects the screen carries out
 (a notification, a confirm dialog, the status line, cancel the work, leave, draw again), so
@@ -61,6 +63,7 @@ class Prompt(StrEnum):
 
     LEAVE = "leave"  # leave a running run: it is cancelled first
     CANCEL = "cancel"
+    DISCARD = "discard"  # leave a completed run whose delivery is kept: it is discarded
 
 
 class Severity(StrEnum):
@@ -113,6 +116,12 @@ CONFIRMS = {
     Prompt.LEAVE: Confirm(Prompt.LEAVE, "A run is in progress. Cancel it and go back?",
                           "Cancel run", "Keep"),
     Prompt.CANCEL: Confirm(Prompt.CANCEL, "Cancel the running run?", "Cancel run", "Keep"),
+    Prompt.DISCARD: Confirm(
+        Prompt.DISCARD,
+        "Leaving this run discards its kept delivery: its cases can no longer be re-run, "
+        "nor a shell opened in it. Leave and discard it?",
+        "Leave", "Keep it",
+    ),
 }  # fmt: skip
 
 SEVERITY_OF_STATUS = {"completed": Severity.INFORMATION, "failed": Severity.ERROR}
@@ -274,11 +283,16 @@ class Operator:
     # --- leaving and cancelling -----------------------------------------------------------
 
     def back(self) -> list[Effect]:
-        """Escape: leave, after a confirm while the run goes on (it is cancelled first); a
-        second press while it is being cancelled leaves at once."""
-        if not self.running or self.cancelling:
+        """Escape: leave, after a confirm while the run goes on (it is cancelled first), or
+        when leaving discards the delivery a completed run kept; a second press while the
+        run is being cancelled leaves at once."""
+        if self.cancelling:
             return [Do.LEAVE]
-        return [CONFIRMS[Prompt.LEAVE]]
+        if self.running:
+            return [CONFIRMS[Prompt.LEAVE]]
+        if self.handle.kept is not None:
+            return [CONFIRMS[Prompt.DISCARD]]
+        return [Do.LEAVE]
 
     def cancel(self) -> list[Effect]:
         """c: cancel the run, after a confirm."""
@@ -289,6 +303,8 @@ class Operator:
     def confirmed(self, prompt: Prompt, yes: bool) -> list[Effect]:
         if not yes:
             return []
+        if prompt is Prompt.DISCARD:  # the screen gone, its kept delivery goes (ui/kept.py)
+            return [Do.LEAVE]
         if prompt is Prompt.LEAVE:
             if not self.running:  # it ended while the dialog was up
                 return [Do.LEAVE]

@@ -67,8 +67,7 @@ def run_progress(view: RunView, now: float) -> RunProgress | None:
     st = view.started
     if st is None:
         return None
-    done = sum(1 for row in view.cases.values() if row.result is not None)
-    planned = len(view.cases)
+    done, planned = view.cases_done, view.cases_planned  # the score line's count too
     if view.finished is not None:
         return RunProgress(
             view.finished.status, max(0.0, view.finished.ts - st.ts), done=done,

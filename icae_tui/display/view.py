@@ -116,10 +116,13 @@ class Turn:
 
 @dataclass(frozen=True)
 class CaseRow:
+    """A planned case; `not_run`: the run ended before it was judged (a cancel, a failure)."""
+
     case_id: str
     pattern: str = ""
     split: str = ""
     result: CaseResult | None = None
+    not_run: bool = False
 
     @property
     def verdict(self) -> str:
@@ -165,6 +168,7 @@ class RunView:
     planned_t0: float | None = None
     # results
     cases: dict[str, CaseRow] = field(default_factory=dict)  # in planned order
+    cases_done: int = 0  # of `cases`, judged: the one count the score line and progress show
     metric_specs: tuple[MetricSpec, ...] = LADDER_METRICS  # each case's, as the run planned
     score: Score | None = None
     score_partial: bool = False  # the run ended without a score: `score` is what was measured
@@ -181,6 +185,7 @@ class RunView:
     _drafted: set[int] = field(default_factory=set)
     _refused_at: int | None = None
     _pending_at: int | None = None  # the turn of the question waiting for the operator
+    _score_headed: bool = False  # the score's heading is in the trace
 
     @classmethod
     def from_events(cls, events: Iterable[Event]) -> RunView:
@@ -239,8 +244,26 @@ class RunView:
         """The interaction metrics of what was seen so far (the report's function)."""
         return interaction_metrics(self._metric_events)
 
+    @property
+    def cases_planned(self) -> int:
+        return len(self.cases)
+
+    def shown_score(self) -> Score | None:
+        """The score as a display shows it: its cases done of planned are the view's (the
+        progress bar's), so the two never disagree while a run is being cancelled or a case
+        has finished whose score is not in yet."""
+        score = self.score
+        if score is None or not self.cases:
+            return score
+        if (score.done, score.planned) == (self.cases_done, self.cases_planned):
+            return score
+        return score.model_copy(update={"done": self.cases_done, "planned": self.cases_planned})
+
     def results_summary(self) -> str:
-        return w.results_summary([row.verdict for row in self.cases.values()])
+        """e.g. "12 accepted · 3 wrong_answer · 55 pending" ("not run" once the run is over)."""
+        return w.results_summary(
+            [row.verdict for row in self.cases.values()], over=self.finished is not None
+        )
 
     # --- the reducer ------------------------------------------------------------------
 
@@ -262,7 +285,8 @@ class RunView:
                 self.phase, self.phase_detail = ev.phase, ev.detail
                 self.phase_t0 = ev.ts
                 self.head_rev += 1
-                self._line("phase", w.phase_line(ev), style="strong")
+                if not (ev.phase == Phase.SCORE and self._score_headed):
+                    self._line("phase", w.phase_line(ev), style="strong")
                 self._status(w.phase_status(ev))
             case Progress():
                 self._line("progress", ev.message, prefix=w.PROGRESS_PREFIX, style="muted")
@@ -342,12 +366,20 @@ class RunView:
                 self.cases_rev += 1
             case CaseFinished():
                 r = ev.result
+                before = self.cases.get(r.case_id)
+                if before is None or before.result is None:
+                    self.cases_done += 1
                 self.cases[r.case_id] = CaseRow(r.case_id, r.pattern, r.split, r)
                 self.cases_rev += 1
                 self._line("case", w.case_line(r), style="good" if r.passed else "error")
             case ScoreUpdated():
                 self._score(ev.score)
                 if ev.score.done == ev.score.planned:
+                    # the run says its final score before its score phase (a failed build
+                    # has none): the heading comes first all the same, once
+                    if self.phase != Phase.SCORE and not self._score_headed:
+                        self._line("phase", w.heading(Phase.SCORE), style="strong")
+                    self._score_headed = True
                     self._line("score", w.score_line(ev.score), style="strong")
             case RunFinished():
                 self._finished(ev)
@@ -464,6 +496,11 @@ class RunView:
         elif self.score is not None:  # cancelled or failed: no score, what was measured stays
             self.score_partial = True
             self.score_rev += 1
+        unjudged = [row for row in self.cases.values() if row.result is None]
+        for row in unjudged:  # the run is over: these will not be judged
+            self.cases[row.case_id] = replace(row, not_run=True)
+        if unjudged:
+            self.cases_rev += 1
         self._line("finished", w.finished_line(ev), style=f"status:{ev.status}")
         if ev.report_path:
             self._line("report", w.report_line(ev.report_path), style="muted")

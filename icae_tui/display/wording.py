@@ -724,8 +724,12 @@ def cancelled_status(
 # --- results ------------------------------------------------------------------------------
 
 
-def results_summary(verdicts: list[str]) -> str:
-    """e.g. "12 accepted · 3 wrong_answer · 55 pending", from each row's verdict ("" pending)."""
+NOT_RUN = "not run"  # a case the run ended without judging (cancelled, failed)
+
+
+def results_summary(verdicts: list[str], *, over: bool = False) -> str:
+    """e.g. "12 accepted · 3 wrong_answer · 55 pending", from each row's verdict ("" pending;
+    once the run is `over`, "not run")."""
     counts: dict[str, int] = {}
     for verdict in verdicts:
         if verdict:
@@ -733,5 +737,5 @@ def results_summary(verdicts: list[str]) -> str:
     parts = [f"{n} {verdict}" for verdict, n in sorted(counts.items(), key=lambda kv: -kv[1])]
     pending = sum(1 for v in verdicts if not v)
     if pending:
-        parts.append(f"{pending} pending")
+        parts.append(f"{pending} {NOT_RUN if over else 'pending'}")
     return " · ".join(parts)

@@ -25,6 +25,7 @@ from icae_tui.run import RunConfig
 from icae_tui.sandbox.registry import DEFAULT_ENGINE
 from icae_tui.ui.app import IcaeApp
 from icae_tui.ui.screens.case_detail import CaseDetailScreen, EditCaseScreen
+from icae_tui.ui.screens.dialogs import ConfirmScreen
 from icae_tui.ui.screens.run import RunScreen
 from icae_tui.ui.widgets.case_view import SPAN_STYLE
 from tests.test_verdict import REF, TASK
@@ -418,8 +419,17 @@ async def test_a_console_run_keeps_its_delivery_until_its_screen_goes(
         await pilot.press("escape")
         await until(pilot, lambda: app.screen is run)
         assert keeping == []  # the run's screen is still there
+        await pilot.press("escape")  # leaving discards the delivery: asked first
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        assert "discards its kept delivery" in app.screen.question
+        assert (app.screen.yes, app.screen.no) == ("Leave", "Keep it")
+        await pilot.press("n")  # kept: the run stays, and its delivery
+        await until(pilot, lambda: app.screen is run)
+        assert keeping == [] and run.handle.kept is not None
         await pilot.press("escape")
-        await until(pilot, lambda: app.screen is not run)
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await until(pilot, lambda: app.screen is not run and run not in app.screen_stack)
         await until(pilot, lambda: keeping == [SIDES])
 
 

@@ -1,5 +1,6 @@
 """The key footer (icae_tui/ui/widgets/footer.py): Textual's, less the keys each recompose
-left alive (Textualize/textual#6666), and changed in place when the same keys are shown."""
+left alive (Textualize/textual#6666), changed in place when the same keys are shown, and
+fitted to its width (the most important keys, then a way to the rest)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ import gc
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.screen import Screen
 from textual.widgets import Static
 from textual.widgets._footer import FooterKey
 
-from icae_tui.ui.widgets.footer import WATCHERS, Footer
+from icae_tui.ui.widgets.footer import MORE, WATCHERS, Footer, KeyPlan, fit
 
 MODES = ("one", "two", "three")
 
@@ -102,3 +104,83 @@ async def test_recomposing_leaves_no_keys_behind():
         known = {id(o) for o in others}
         alive = [o for o in gc.get_objects() if isinstance(o, FooterKey) and id(o) not in known]
         assert len(alive) == len(keys)
+
+
+class Ranked(Screen[None]):
+    """Five keys, two of them the screen's most important (FOOTER_FIRST), and the app's help
+    key (not shown in the footer) and quit."""
+
+    FOOTER_FIRST = ("fifth", "third")
+    BINDINGS = [
+        Binding("a", "first", "First key"),
+        Binding("b", "second", "Second key"),
+        Binding("c", "third", "Third key"),
+        Binding("d", "fourth", "Fourth key"),
+        Binding("e", "fifth('x')", "Fifth key"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield Static("keys")
+        yield Footer()
+
+
+class Narrow(App[None]):
+    BINDINGS = [
+        Binding("question_mark", "help", "Help (keys)", show=False),
+        Binding("ctrl+q", "quit", "Quit"),
+    ]
+
+    def on_mount(self) -> None:
+        self.push_screen(Ranked())
+
+    def action_help(self) -> None:
+        pass
+
+
+def keys_fit(footer: Footer) -> None:
+    """Every key whole, left of the palette's."""
+    keys = list(footer.query(FooterKey))
+    palette = [k for k in keys if k.has_class("-command-palette")]
+    rest = [k for k in keys if not k.has_class("-command-palette")]
+    assert max(k.region.right for k in rest) <= palette[0].region.x, footer.shown_keys
+
+
+async def test_a_narrow_footer_shows_the_most_important_keys_and_a_way_to_the_rest():
+    app = Narrow()
+    async with app.run_test(size=(70, 5)) as pilot:
+        await pilot.pause()
+        footer = app.screen.query_one(Footer)
+        await pilot.pause()
+        # in their order, the screen's first ones kept, then as many as fit; help, palette
+        assert footer.shown_keys == ["a First key", "c Third key", "e Fifth key", f"? {MORE}",
+                                     "^p palette"], footer.shown_keys  # fmt: skip
+        keys_fit(footer)
+        await pilot.press("question_mark")  # the help key is the app's: it works
+
+        await pilot.resize_terminal(140, 5)  # wide: every key, no help key
+        await pilot.pause()
+        await pilot.pause()
+        assert footer.shown_keys == ["a First key", "b Second key", "c Third key",
+                                     "d Fourth key", "e Fifth key", "^q Quit", "^p palette"]  # fmt: skip
+        keys_fit(footer)
+
+        await pilot.resize_terminal(40, 5)  # narrower still: the first ones only
+        await pilot.pause()
+        await pilot.pause()
+        assert footer.shown_keys == ["e Fifth key", f"? {MORE}", "^p palette"], footer.shown_keys
+        keys_fit(footer)
+
+
+def test_fit_keeps_the_best_ranked_keys_in_their_order():
+    def key(name: str) -> tuple:
+        return (name, (name, f"{name} does", name, True, ""))
+
+    plan = KeyPlan(
+        keys=((key("a"), 2), (key("b"), 0), (key("c"), 1)), more=key("?"), palette=key("p")
+    )
+    assert [k for k, _ in fit(plan, 200)] == ["a", "b", "c", "p"]
+    # each key: 1 + 6 + 3 cells; the palette 12
+    assert [k for k, _ in fit(plan, 12 + 30)] == ["a", "b", "c", "p"]
+    assert [k for k, _ in fit(plan, 12 + 29)] == ["b", "?", "p"]  # the help key takes 10
+    assert [k for k, _ in fit(plan, 12 + 19)] == ["?", "p"]
+    assert [k for k, _ in fit(KeyPlan(plan.keys, None, plan.palette), 12)] == ["a", "b", "c", "p"]

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import asyncio
 
+from textual.geometry import Region
+from textual.widget import Widget
 from textual.widgets import Static
+from textual.widgets._footer import FooterKey
 
 from icae_tui.catalog import Catalog
 from icae_tui.display.sources import LiveSource, ReplaySource
@@ -25,6 +28,7 @@ from icae_tui.ui.app import IcaeApp
 from icae_tui.ui.screens.dialogs import CaseDetailScreen, ConfirmScreen
 from icae_tui.ui.screens.run import RunScreen
 from icae_tui.ui.screens.task_list import TaskListScreen
+from icae_tui.ui.widgets.footer import MORE, Footer
 from icae_tui.ui.widgets.trace import LINE_LIMIT, WRAP_INDENT
 from tests.polling import eventually
 
@@ -37,6 +41,7 @@ from .helpers import (
     FakeRun,
     finish,
     open_screen,
+    recorded_run,
     result,
     score,
     started,
@@ -266,7 +271,8 @@ async def test_replay_of_stored_events(app):
     events.append(RunFinished(status="completed", score=score(1, 4, 0.25)))
     async with app.run_test(size=(160, 45)) as pilot:
         screen = await open_screen(app, pilot, RunScreen(ReplaySource(events)))
-        assert screen.results.verdicts() == ["accepted", "…", "…", "…"]
+        # the run is over: the cases it did not judge are not run, not pending
+        assert screen.results.verdicts() == ["accepted", "not run", "not run", "not run"]
         assert "run completed" in text_of(screen, "#status")
         assert not screen.running
 
@@ -430,3 +436,75 @@ async def test_the_status_line_forgets_a_question_once_it_is_answered(mini, app)
         assert question.splitlines()[0].endswith("for simulated"), question
         release.set()
         await screen.worker.wait()
+
+
+# --- at 80×24: the essential state in view ---------------------------------------------------
+
+
+def rows_of(widget: Widget) -> list[str]:
+    """What `widget` shows on the screen, row by row, as cut to its size (border included)."""
+    width, height = widget.outer_size
+    return [strip.text for strip in widget.render_lines(Region(0, 0, width, height))]
+
+
+def footer_fits(screen) -> list[str]:
+    """The footer's keys, checked to lie whole left of the palette's key."""
+    footer = screen.query_one(Footer)
+    keys = list(footer.query(FooterKey))
+    palette = [k for k in keys if k.has_class("-command-palette")]
+    rest = [k for k in keys if not k.has_class("-command-palette")]
+    assert palette and rest
+    assert max(k.region.right for k in rest) <= palette[0].region.x <= footer.region.right
+    return footer.shown_keys
+
+
+async def test_at_80x24_a_waiting_question_shows_who_answers_and_how(mini, app):
+    async def script(run: FakeRun) -> RunOutcome:
+        run.emit(started("human", budget=16))
+        run.emit(PhaseChanged(phase="generate", detail="scripted:good"))
+        await run.channel.ask(Q_UNKNOWN)
+        return finish(run)
+
+    async with app.run_test(size=(80, 24)) as pilot:
+        fake = FakeRun(mini, "human", script)
+        screen = await open_screen(app, pilot, RunScreen(LiveSource(fake)))
+        await until(pilot, lambda: screen.awaiting == 1 and screen.answer_box.has_focus)
+        (header,) = rows_of(screen.query_one("#run-header"))
+        assert "phase generate 2/6" in header and "responder human" in header, header
+        title = rows_of(screen.clarify)[0]
+        assert "human" in title and "…" not in title, title
+        hint = rows_of(screen.answer_box)[-1]
+        assert "⏎ send · ^j new line" in hint and "…" not in hint, hint
+        assert rows_of(screen.query_one("#score")) == [" score: —".ljust(80)]
+        status = screen.query_one("#status", Static)
+        assert status.size.height == 1
+        assert rows_of(status)[0].strip() == "waiting for your answer to Q1 (box on the right)"
+        keys = footer_fits(screen)  # typing: they all fit
+        assert keys[:3] == ["^l Clear", "esc Leave box", "^t Responder ▸ assisted"], keys
+
+        await pilot.press("escape")  # to the trace: more keys than fit
+        await until(pilot, lambda: screen.trace.has_focus)
+        await until(pilot, lambda: f"? {MORE}" in screen.query_one(Footer).shown_keys)
+        keys = footer_fits(screen)
+        assert {"w Answer", "m Responder ▸ assisted", "c Cancel run"} <= set(keys), keys
+        assert keys[-2:] == [f"? {MORE}", "^p Commands"]
+        fake.desk.answer(1, "Print error=x.")
+        await screen.worker.wait()
+
+
+async def test_at_80x24_a_finished_run_shows_phase_responder_and_score(app):
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_screen(app, pilot, RunScreen(ReplaySource(recorded_run())))
+        await until(pilot, lambda: screen.finished is not None)
+        screen.flush()
+        await pilot.pause()
+        (header,) = rows_of(screen.query_one("#run-header"))
+        assert "phase completed" in header and "responder assisted" in header, header
+        (score_row,) = rows_of(screen.query_one("#score"))
+        assert score_row.startswith(" overall 50.0%  macro 50.0%"), score_row
+        status = screen.query_one("#status", Static)
+        assert status.size.height == 1  # one row: the results keep theirs
+        (status_row,) = rows_of(status)
+        assert status_row.startswith(" run completed") and status_row.rstrip().endswith("…")
+        assert screen.results.size.height - 1 >= 5  # its header, then five rows of cases
+        assert "esc Back" in footer_fits(screen)

@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
+from dataclasses import replace
 
 import pytest
+from textual import notifications
+from textual.widgets._toast import Toast, ToastRack
 
 from icae_tui.catalog import Catalog
+from icae_tui.display.operator import Operator
 from icae_tui.display.sources import LiveSource, ReplaySource
 from icae_tui.domain.agent import Limits
 from icae_tui.domain.events import (
@@ -254,6 +259,56 @@ async def test_a_cancelled_run_is_notified(mini, app):
         assert severity == "warning"
 
 
+async def test_the_end_notification_leaves_when_its_time_is_up_and_the_screen_is_redrawn(
+    mini, store, monkeypatch
+):
+    """At 80×24 the notification lies over the score and status lines: once its time is up
+    it is gone, and the whole screen is drawn again (a repaint Textual dropped, while the
+    footer recomposed as the run ended, left it on the terminal for minutes). The toast's own
+    timer takes it away (0.3 s here); the notifications' clock is held, so it cannot expire
+    before it is shown."""
+    end_notice = Operator.end_notice
+
+    def soon(op: Operator):
+        notice = end_notice(op)
+        return None if notice is None else replace(notice, timeout=0.3)
+
+    monkeypatch.setattr(Operator, "end_notice", soon)
+    held = time.time()  # a notification is stamped with the real time, then read by this one
+    monkeypatch.setattr(notifications, "time", lambda: held)
+    app = Console(catalog=Catalog(), store=store, animations=False)
+    go = asyncio.Event()
+
+    async def script(run: FakeRun) -> RunOutcome:
+        run.emit(started())
+        await go.wait()
+        return finish(run)
+
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        screen = await open_screen(app, pilot, RunScreen(LiveSource(FakeRun(mini, script=script))))
+        rack = screen.get_child_by_type(ToastRack)
+        shown: list[str] = []
+        repaints: list[int] = []
+        refresh = screen.refresh
+
+        def spied(*regions, **kwargs):
+            if not regions and not kwargs:
+                repaints.append(1)  # the whole screen
+            return refresh(*regions, **kwargs)
+
+        monkeypatch.setattr(screen, "refresh", spied)
+        go.set()
+        await until(pilot, lambda: len(rack.query(Toast)) == 1)
+        shown.append(str(rack.query_one(Toast).render()))
+        assert "Run completed" in shown[0]
+        repaints.clear()
+        await until(pilot, lambda: not rack.query(Toast) and not rack.children)
+        await until(pilot, lambda: bool(repaints))
+        await until(
+            pilot, lambda: not any(isinstance(w, Toast) for w in screen._compositor.widgets)
+        )
+
+
 async def test_a_replay_is_not_notified_as_a_run_ending(app):
     async with app.run_test(size=(160, 45)) as pilot:
         await open_screen(app, pilot, RunScreen(ReplaySource(recorded_run())))
@@ -282,7 +337,24 @@ async def test_e_exports_report_trajectory_and_trace(app, tmp_path):
         assert "$ python3 mini.py upper <<< 'hi'" in trace
         await until(pilot, lambda: any(t == "Exported" for t, _, _ in app.notified))
         message = next(m for t, m, _ in app.notified if t == "Exported")
-        assert str(folder) in message and "report.json, trajectory.json, trace.txt" in message
+        assert "report.json, trajectory.json, trace.txt" in message
+        assert str(folder) in message.replace("/\n", "/")  # on lines broken after a "/"
+
+
+async def test_at_80x24_the_export_folder_is_broken_after_a_slash_never_inside_a_name(
+    app, tmp_path
+):
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_screen(app, pilot, RunScreen(ReplaySource(recorded_run())))
+        screen.export_base = tmp_path / ("deep-folder-name-" * 2) / "x"
+        await pilot.press("e")
+        await until(pilot, lambda: any(t == "Exported" for t, _, _ in app.notified))
+        message = next(m for t, m, _ in app.notified if t == "Exported")
+        folder = message.split("\n")[1:]  # the folder on lines of its own
+        room = 80 // 2 - 3  # the toast's text at 80 columns
+        assert all(len(line) <= room for line in folder), folder
+        assert all(line.endswith("/") for line in folder[:-1]), folder
+        assert "".join(folder) == str(screen.exported.folder)
 
 
 async def test_a_live_run_exports_what_happened_so_far_from_the_palette(mini, app, tmp_path):

@@ -28,18 +28,26 @@ time against its limit, the cases done with an estimate of the time left: displa
 p pauses the agent of a live run while it builds, and lets it go on (the header and the trace
 say so); the run's end is notified (its score, its error, a cancel); e exports the run's
 report, trajectory and trace as text to a folder; the results sort and filter (ResultsPane).
+
+At 80×24 the screen keeps its essential state in view: the header drops its least important
+parts first (the task's title, the level, the agent, the clock) and never the phase, nor who
+answers; the status line keeps to one row, cut with "…", but for an error, which wraps; the
+footer shows the most important keys (FOOTER_FIRST) and "? All keys" for the rest
+(widgets/footer.py). A notification that leaves makes the screen draw itself whole again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
@@ -62,7 +70,7 @@ from icae_tui.display.operator import (
 from icae_tui.display.progress import run_progress
 from icae_tui.display.sources import ReplaySource, RunSource
 from icae_tui.display.view import RunView
-from icae_tui.display.wording import clock, phase_step, usage_segments
+from icae_tui.display.wording import Seg, clock, phase_step, usage_segments
 from icae_tui.domain.events import Event, QuestionAsked, RunFinished, RunStarted
 from icae_tui.domain.states import ResponderMode
 from icae_tui.store import MODEL_CALLS_FILE
@@ -84,6 +92,10 @@ RESULTS_TICKS = 6  # the flush timer's ticks between two draws of the results (0
 SCRIPTED = "scripted:"  # agents that call no model
 RUN_GROUP = "icae-run"
 EXPORT_SUBFOLDER = "export"  # in the run's artifacts, when the export folder is not writable
+GAP = "   "  # between two parts of the header
+TOAST_WIDTH, TOAST_CELLS = 60, 3  # Textual's toast: 60 cells, half the screen at most; its
+# border and padding take 3 of them
+TOAST_RACK = "textual-toastrack"  # the id of the screen's rack of notifications (Textual's)
 SEVERITY: dict[Severity, SeverityLevel] = {
     Severity.INFORMATION: "information",
     Severity.WARNING: "warning",
@@ -94,9 +106,59 @@ END_OF = {
     WorkerState.ERROR: End.RAISED,
     WorkerState.CANCELLED: End.CANCELLED,
 }
+WRAPS = ("error", "error-strong")  # a status with these hints wraps; any other keeps to a row
+
+
+def fit_parts(parts: Sequence[tuple[Text, int]], width: int) -> Text:
+    """`parts` (each with its rank: 0 always kept) joined by GAP in their order, the worst
+    ranked left out (the last of equal ranks first) until the rest fits `width` cells."""
+    kept = [i for i, (text, _) in enumerate(parts) if text.plain]
+
+    def length() -> int:
+        return sum(parts[i][0].cell_len for i in kept) + len(GAP) * max(0, len(kept) - 1)
+
+    while width > 0 and length() > width:
+        droppable = [i for i in kept if parts[i][1] > 0]
+        if not droppable:
+            break
+        kept.remove(max(droppable, key=lambda i: (parts[i][1], i)))
+    return Text(GAP).join(parts[i][0] for i in kept)
+
+
+def path_lines(path: str, width: int) -> str:
+    """`path` on lines of at most `width` characters, broken after a "/" (never inside a
+    name, unless the name alone is wider)."""
+    names = path.split("/")
+    lines: list[str] = []
+    line = ""
+    for piece in [name + "/" for name in names[:-1]] + names[-1:]:
+        if line and len(line) + len(piece) > width:
+            lines.append(line)
+            line = piece
+        else:
+            line += piece
+    lines.append(line)
+    return "\n".join(lines)
+
+
+def short_path(path: Path) -> str:
+    """`path` as short as it reads plainly: under the current folder, "./…"; under home,
+    "~/…"; else whole."""
+    for base, shown in ((Path.cwd(), "."), (Path.home(), "~")):
+        try:
+            return f"{shown}/{path.relative_to(base)}"
+        except ValueError:
+            continue
+    return str(path)
 
 
 class RunScreen(Screen[None]):
+    # what the footer keeps when it is narrow (widgets/footer.py), most important first:
+    # answering, who answers, cancelling and leaving
+    FOOTER_FIRST: ClassVar[tuple[str, ...]] = (
+        "answer_box", "cycle_typing", "cycle", "leave", "cancel_run", "back", "restore_draft",
+        "pause", "select_cursor", "export",
+    )  # fmt: skip
     # action ids for keymap.toml (ui/keymap.py)
     BINDINGS: ClassVar[list[BindingType]] = keyed(
         "run",
@@ -149,7 +211,10 @@ class RunScreen(Screen[None]):
         self.operator = Operator(self.handle, self.view)
         self.worker: Worker[Outcome | None] | None = None
         self.status_message = ""
+        self._status_text = Text()  # the status line's whole text
+        self._status_wraps = False  # it may take more than a row (an error)
         self._note_on: int | None = None  # the question the status line is about, if any
+        self._toasts = 0  # the notifications shown on this screen at the last tick
         self._drawn: dict[str, object] = {}  # what was drawn last, by part
         self._trace: TraceLog | None = None
         self._results: ResultsTable | None = None
@@ -269,7 +334,7 @@ class RunScreen(Screen[None]):
             elif isinstance(effect, Confirm):
                 self._confirm(effect)
             elif isinstance(effect, Status):
-                self._set_status(segments(effect.segs), about=effect.about)
+                self._show_status(effect.segs, about=effect.about)
             elif effect is Do.CANCEL_WORK:
                 if self.worker is not None:
                     self.worker.cancel()
@@ -333,7 +398,7 @@ class RunScreen(Screen[None]):
         if self._changed("turns", (v.head_rev, v.turns_rev)):
             self.clarify.sync(short_draft=self.awaiting)
         if self._changed("status", (v.status_rev, self.operator.work)):
-            self._set_status(segments(self.operator.status()))
+            self._show_status(self.operator.status())
         if self._changed("finished", v.finished is not None):
             self.flush()
             self.refresh_bindings()
@@ -341,7 +406,7 @@ class RunScreen(Screen[None]):
         if self._changed("box", self._box_state()):
             self._sync_answer_box()
         if self._note_on is not None and self._note_on != self.awaiting:
-            self._set_status(segments(self.operator.status()))  # its question is answered
+            self._show_status(self.operator.status())  # its question is answered
 
     def _tell_end(self) -> None:
         """A live run's end in a notification (display/operator.py says what)."""
@@ -355,6 +420,22 @@ class RunScreen(Screen[None]):
         """The flush timer: the trace each time, the results every RESULTS_TICKS times."""
         self._ticks += 1
         self.flush(results=self._ticks % RESULTS_TICKS == 0)
+        self._repaint_after_toasts()
+
+    def _repaint_after_toasts(self) -> None:
+        """Draw the whole screen again once a notification has left it. Textual repaints
+        only what changed, and drops a repaint that comes while any widget recomposes (its
+        batch: App._display returns at once), such as the footer does whenever the keys
+        change, which they do as a run ends; the cells of a toast removed then stayed on the
+        terminal, over the score and status lines, until a resize drew everything again."""
+        try:
+            rack = self.get_child_by_id(TOAST_RACK)
+        except NoMatches:  # notifications off (tests), or not composed yet
+            return
+        toasts = len(rack.children)
+        if toasts < self._toasts:
+            self.refresh()
+        self._toasts = toasts
 
     def flush(self, *, results: bool = True) -> None:
         """Write what has queued up since the last flush: the trace, and unless `results` is
@@ -371,19 +452,48 @@ class RunScreen(Screen[None]):
                 self._render_header()  # the clock moved (a replay's: to its last event, at once)
             if self._changed("progress", self.view.cases_rev):
                 self._render_progress()
-            if self._changed("score", self.view.score_rev):
-                score = score_text(self.view.score, partial=self.view.score_partial)
-                # one row, fixed: no layout of the whole screen for it
-                self.query_one("#score", Static).update(score, layout=False)
         except Exception as err:
             self._set_status(Text(f"display error: {type(err).__name__}: {err}", "red"))
 
-    def _set_status(self, text: Text, *, about: int | None = None) -> None:
+    def _render_score(self) -> None:
+        """The score line: its cases done are the progress line's (RunView.shown_score)."""
+        v = self.view
+        if self._changed("score", (v.score_rev, v.cases_rev)):
+            score = score_text(v.shown_score(), partial=v.score_partial)
+            # one row, fixed: no layout of the whole screen for it
+            self.query_one("#score", Static).update(score, layout=False)
+
+    def _show_status(self, segs: Sequence[Seg], *, about: int | None = None) -> None:
+        """The status line from the view's segments: an error's may wrap."""
+        wraps = any(hint in WRAPS for _, hint in segs)
+        self._set_status(segments(list(segs)), about=about, wraps=wraps)
+
+    def _set_status(self, text: Text, *, about: int | None = None, wraps: bool = True) -> None:
         """Show `text` in the status line; `about`: the waiting question it is about (it goes
-        once that question no longer waits)."""
+        once that question no longer waits); unless it `wraps`, it keeps to one row, cut with
+        "…" (the trace and the notifications have the rest)."""
         self._note_on = about
         self.status_message = text.plain
-        self.query_one("#status", Static).update(text)
+        self._status_text, self._status_wraps = text, wraps
+        self._draw_status()
+
+    def _draw_status(self) -> None:
+        status = self.query_one("#status", Static)
+        text = self._status_text
+        width = status.content_size.width or max(0, self.size.width - 2)
+        if not self._status_wraps and width and text.cell_len > width:
+            text = text.copy()
+            text.truncate(width, overflow="ellipsis")
+        status.update(text)
+
+    def on_resize(self, event: events.Resize) -> None:
+        """What is fitted to the width is fitted again (once the widgets have their size)."""
+        self.call_after_refresh(self._refit)
+
+    def _refit(self) -> None:
+        if self.is_attached:
+            self._render_header()
+            self._draw_status()
 
     def _clock_end(self) -> float:
         return self.operator.clock_end()
@@ -399,38 +509,42 @@ class RunScreen(Screen[None]):
         if st is None:
             header.update(Text(self.handle.label, style="dim"), layout=False)
             return
-        text = Text()
-        text.append_text(safe(st.task_id, "bold"))
-        text.append("   phase ", style="dim")
+        phase = Text("phase ", style="dim")
         if v.finished is not None:
-            text.append(v.finished.status, style=style_of(f"status:{v.finished.status}"))
+            phase.append(v.finished.status, style=style_of(f"status:{v.finished.status}"))
         elif self.operator.work is Work.CRASHED:
-            text.append("crashed", style="bold red")
+            phase.append("crashed", style="bold red")
         elif self.cancelling:
-            text.append("cancelling…", style="bold yellow")
+            phase.append("cancelling…", style="bold yellow")
         else:
-            text.append_text(safe(v.phase or "—", "bold yellow"))
-            text.append(phase_step(v.phase), style="dim")
+            phase.append_text(safe(v.phase or "—", "bold yellow"))
+            phase.append(phase_step(v.phase), style="dim")
             if v.agent_paused:
-                text.append("  ⏸ agent paused", style="bold yellow")
+                phase.append("  ⏸ agent paused", style="bold yellow")
+        responder = Text("responder ", style="dim")
+        responder.append_text(clip(self.mode or "—", 20, MODE_STYLES.get(self.mode or "", "bold")))
         self._drawn["clock"] = shown = self._clock_text(st)
-        text.append(f"   ⏱ {shown}", style="dim")
-        for label, value in (("agent", st.agent), ("level", st.level)):
-            text.append(f"   {label} ", style="dim")
-            text.append_text(clip(value, 40, "bold"))
-        text.append("   responder ", style="dim")
-        text.append_text(clip(self.mode or "—", 20, MODE_STYLES.get(self.mode or "", "bold")))
-        text.append("   ")
-        text.append_text(clip(st.task_title, 60, "italic dim"))
-        header.update(text, layout=False)  # one row, fixed: a repaint is enough
+        labelled = [
+            Text.assemble((f"{label} ", "dim"), clip(value, 40, "bold"))
+            for label, value in (("agent", st.agent), ("level", st.level))
+        ]
+        parts = [
+            (safe(st.task_id, "bold"), 0), (phase, 0), (responder, 0),
+            (Text(f"⏱ {shown}", style="dim"), 1), (labelled[0], 2), (labelled[1], 3),
+            (clip(st.task_title, 60, "italic dim"), 4),
+        ]  # fmt: skip
+        width = header.content_size.width or max(0, self.size.width - 2)
+        header.update(fit_parts(parts, width), layout=False)  # one row, fixed: a repaint
         self._render_usage()
         self._render_progress()
 
     def _render_progress(self) -> None:
-        """The progress line: the phase, a bar, the figures (display/progress.py)."""
+        """The progress line: the phase, a bar, the figures (display/progress.py); the score
+        line with it, so both say the same cases done."""
         if self.is_attached:
             progress = run_progress(self.view, self._clock_end())
             self.query_one("#run-progress", ProgressLine).show_progress(progress)
+            self._render_score()
 
     def _render_usage(self) -> None:
         """The agent's usage against its limits, under the header (when there is any)."""
@@ -626,9 +740,13 @@ class RunScreen(Screen[None]):
         )  # fmt: skip
 
     def _exported(self, exported: Exported) -> None:
+        """Notified with the folder on lines of its own, broken after a "/" to the toast's
+        width (a long path broke mid-name at 80 columns)."""
         self.exported = exported
         names = ", ".join(path.name for path in exported.files)
-        self.notify(f"{names} ({exported.events} events) in {exported.folder}",
+        room = min(TOAST_WIDTH, self.app.size.width // 2) - TOAST_CELLS
+        folder = path_lines(short_path(exported.folder), room)
+        self.notify(f"{names} ({exported.events} events) in\n{folder}",
                     title="Exported", timeout=15, markup=False)  # fmt: skip
 
     # --- model calls --------------------------------------------------------------------------

@@ -3,6 +3,8 @@
 A `TextArea` rather than an `Input`, so a long, multi-paragraph draft from the simulated user
 is shown whole (soft-wrapped) and sent back byte for byte when the operator leaves it as is.
 Enter sends; ctrl+j (or shift+enter where the terminal reports it) starts a new line.
+Its bottom border names those keys, and the others as they fit (the footer has them too):
+at 80 columns "⏎ send · ^j new line", never a hint cut to "^l…".
 """
 
 from __future__ import annotations
@@ -20,7 +22,25 @@ from icae_tui.domain.states import ResponderMode
 from icae_tui.ui.keymap import keyed
 
 NEWLINE_KEYS = ("ctrl+j", "shift+enter")
-KEYS = "⏎ send · ^j new line · ^l clear"
+# the keys the border names, in order, with their rank (lower: kept first when narrow)
+HINTS = (("⏎ send", 0), ("^j new line", 0), ("^l clear", 3), ("^r draft", 2), ("^t responder", 1))
+ASSISTED_ONLY = "^r draft"
+HINT_CELLS = 6  # of the box's outer width, what its border takes beside the hint: "▊▁ " " ▁▎"
+
+
+def keys_hint(assisted: bool, width: int) -> str:
+    """The keys the box's border names in `width` cells (0: not laid out, all of them);
+    the ranked last are left out first, never Enter nor ctrl+j."""
+    hints = [(hint, rank) for hint, rank in HINTS if assisted or hint != ASSISTED_ONLY]
+    room = width - HINT_CELLS
+
+    def length(kept: list[tuple[str, int]]) -> int:
+        return sum(len(hint) for hint, _ in kept) + 3 * max(0, len(kept) - 1)
+
+    while width > 0 and length(hints) > room and any(rank for _, rank in hints):
+        worst = max(rank for _, rank in hints)
+        hints = [(hint, rank) for hint, rank in hints if rank != worst]
+    return " · ".join(hint for hint, _ in hints)
 
 
 class BoxMessage(Message):
@@ -62,6 +82,13 @@ class AnswerBox(TextArea):
         super().__init__(soft_wrap=True, tab_behavior="focus", name=name, id=id, classes=classes)
         self.draft = ""  # what ctrl+r restores; empty outside assisted mode
         self.question_id: int | None = None  # the question the text belongs to
+        self.assisted = False  # the border names ctrl+r
+
+    def on_resize(self) -> None:
+        self._hint()
+
+    def _hint(self) -> None:
+        self.border_subtitle = keys_hint(self.assisted, self.outer_size.width)
 
     def offer(self, q: QuestionAsked, mode: ResponderMode | None) -> tuple[str, str]:
         """Ready the box for `q`, answered in `mode` (human or assisted): a fresh box for a new
@@ -77,7 +104,8 @@ class AnswerBox(TextArea):
             if not self.text.strip():
                 self.set_text(q.draft)
             self.border_title = f"Answer Q{qid} · assisted · draft {draft_source(q.draft_records)}"
-            self.border_subtitle = f"{KEYS} · ^r draft · ^t responder"
+            self.assisted = True
+            self._hint()
             return (
                 f"Q{qid}: the simulated draft is in the box — Enter sends it, or edit it",
                 f"The agent asks Q{qid}. The simulated draft is in the answer box.",
@@ -86,7 +114,8 @@ class AnswerBox(TextArea):
             self.set_text("")
         self.draft = ""
         self.border_title = f"Answer Q{qid} · human"
-        self.border_subtitle = f"{KEYS} · ^t responder"
+        self.assisted = False
+        self._hint()
         return (
             f"waiting for your answer to Q{qid} (box on the right)",
             f"The agent asks Q{qid} — type your answer.",

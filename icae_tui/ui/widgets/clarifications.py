@@ -6,6 +6,9 @@ Questions are bounded by the budget (the ones past it are counted in one entry),
 bounds the operator's switches of responder: the pane shows the last SWITCHES_SHOWN of them
 (each one is a widget, and each widget makes every later layout of the pane dearer), and its
 first entry says how many earlier ones left it; the trace keeps a line for every switch.
+
+Its title says how many questions were asked and who answers; in a narrow pane (80 columns)
+it says it shorter rather than be cut before the responder: "1/3 asked · human".
 """
 
 from __future__ import annotations
@@ -24,6 +27,25 @@ from icae_tui.ui.text import segments, style_of
 
 SHORT_DRAFT = 160  # of a draft whose whole text is in the answer box
 SWITCHES_SHOWN = 20  # the latest switches of responder the pane shows
+TITLE_CELLS = 6  # of the pane's outer width, what its border takes beside the title: "╭─ " " ─╮"
+
+
+def fitting_title(
+    asked: int, budget: int | None, mode: ResponderMode | None, summary: str, width: int
+) -> str:
+    """The pane's title for a pane `width` cells wide: the whole one when it fits, else
+    shorter ones that still say who answers (0: not laid out yet, the whole one)."""
+    whole = clarifications_title(asked, budget, mode, summary)
+    room = width - TITLE_CELLS
+    if width <= 0 or len(whole) <= room:
+        return whole
+    if summary:  # the run is over: its interaction metrics, as many as fit
+        return summary
+    of = f"{asked}/{budget}" if budget is not None else str(asked)
+    shorter = [f"{of} asked · responder {mode}", f"{of} asked · {mode}", f"{of} · {mode}"]
+    if mode is None:
+        shorter = [f"{of} asked", of]
+    return next((title for title in shorter if len(title) <= room), shorter[-1])
 
 
 def earlier_switches_text(count: int) -> Text:
@@ -75,14 +97,17 @@ class ClarificationPane(VerticalScroll):
         self.mode = mode
         self._retitle()
 
+    def on_resize(self) -> None:
+        self._retitle()
+
     def _retitle(self) -> None:
-        view = self.view
+        view, width = self.view, self.outer_size.width
         if view is None:
-            self.border_title = clarifications_title(0, None, self.mode)
+            self.border_title = fitting_title(0, None, self.mode, "", width)
             return
         m = view.interaction
         summary = metrics_line(m, has_records=view.has_records) if m is not None else ""
-        self.border_title = clarifications_title(view.asked, view.budget, self.mode, summary)
+        self.border_title = fitting_title(view.asked, view.budget, self.mode, summary, width)
 
     def sync(self, *, short_draft: int | None = None) -> None:
         """Draw the turns that are new or changed; the draft of `short_draft` (the question

@@ -13,19 +13,36 @@ costs, both while an operator cycles the responder under a flooding agent:
   When the same keys are shown (the same bindings' keys, in the same order; no groups), this
   footer changes the keys in place instead: their description ("Responder ▸ human"), action,
   whether they are enabled, their tooltip. Anything else is composed again, as Textual does.
+
+It also fits its width (Textual's cuts the last keys off, mid-word: "^q Q" at 80 columns).
+When the keys do not all fit, the most important ones are shown, in their order, followed by
+the key to the help screen ("? All keys"), which lists them all; the command palette's key
+stays on the right. What is most important: the keys whose actions the screen names in its
+`FOOTER_FIRST` (in that order), then the others in their order, the app's own keys last.
+A resize fits them again.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from rich.cells import cell_len
-from textual.app import ComposeResult
+from textual import events
+from textual.app import App, ComposeResult
+from textual.binding import Binding
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer as TextualFooter
+from textual.widgets._footer import FooterKey
 
-__all__ = ["Footer"]
+__all__ = ["MORE", "Footer", "KeyPlan", "fit"]
+
+HELP_ACTION = "help"  # the app's: the help screen lists every key of the screen
+MORE = "All keys"  # what the help key says when some keys are left out
+KEY_CELLS = 3  # a key's cells beside its key and description: " ^q Quit "
+PALETTE_CELLS = KEY_CELLS + 2  # the palette's key: its left border and right padding too
 
 
 def removed(owner: object) -> bool:
@@ -37,6 +54,48 @@ WATCHERS = "__watchers"  # where Textual keeps the watchers of an object's react
 
 # One key shown: (key, what it shows: key display, description, action, enabled, tooltip).
 Shown = tuple[str, tuple[str, str, str, bool, str]]
+
+
+@dataclass(frozen=True)
+class KeyPlan:
+    """The keys a footer would show, before fitting them to its width: `keys` in order,
+    each with its rank (lower: kept first); the help key to show when some are left out;
+    the palette's key (on the right)."""
+
+    keys: tuple[tuple[Shown, int], ...]
+    more: Shown | None = None
+    palette: Shown | None = None
+
+
+def width_of(shown: Shown) -> int:
+    key_display, description = shown[1][0], shown[1][1]
+    return cell_len(key_display) + cell_len(description) + KEY_CELLS
+
+
+def fit(plan: KeyPlan, width: int) -> list[Shown]:
+    """The keys shown in `width` cells, in their order, the palette's last: all of them when
+    they fit; else the best ranked that fit beside the help key, then the help key."""
+    room = width - (width_of(plan.palette) + PALETTE_CELLS - KEY_CELLS if plan.palette else 0)
+    keys = [shown for shown, _ in plan.keys]
+    palette = [plan.palette] if plan.palette else []
+    if width <= 0 or sum(map(width_of, keys)) <= room or plan.more is None:
+        return keys + palette
+    room -= width_of(plan.more)
+    kept: set[int] = set()
+    for i, (shown, _) in sorted(enumerate(plan.keys), key=lambda item: item[1][1]):
+        if width_of(shown) <= room:
+            kept.add(i)
+            room -= width_of(shown)
+    return [keys[i] for i in sorted(kept)] + [plan.more] + palette
+
+
+def ranks(first: Sequence[str], action: str, *, app_key: bool) -> int:
+    """A key's rank: its action's place in the screen's FOOTER_FIRST (by the action's name,
+    without its parameters), else after those, the app's keys after all."""
+    name = action.split("(", 1)[0]
+    if name in first:
+        return first.index(name)
+    return len(first) + (1 if app_key else 0)
 
 
 @runtime_checkable
@@ -56,8 +115,35 @@ class Footer(TextualFooter):
 
     def compose(self) -> ComposeResult:
         self.forget_removed_keys()
-        self._composed = self._plan() if self._bindings_ready else None
-        yield from super().compose()
+        self._composed = None
+        plan = self._plan() if self._bindings_ready else None
+        if plan is None:  # grouped keys (or none yet): as Textual lays them out
+            yield from super().compose()
+            return
+        self._composed = shown = self._fitted(plan)
+        for item in shown:
+            key, (key_display, description, action, enabled, tooltip) = item
+            palette = item is plan.palette
+            widget = FooterKey(key, key_display, description, action, disabled=not enabled,
+                               tooltip=tooltip, classes="-command-palette" if palette else "")  # fmt: skip
+            yield widget if palette else widget.data_bind(compact=Footer.compact)
+
+    def _fitted(self, plan: KeyPlan) -> list[Shown]:
+        return fit(plan, self.size.width or self.app.size.width)
+
+    def on_resize(self, event: events.Resize) -> None:
+        plan = self._plan() if self._composed is not None else None
+        if plan is not None and self._keys(self._fitted(plan)) != self._keys(self._composed):
+            self.call_after_refresh(self.recompose)
+
+    @staticmethod
+    def _keys(shown: list[Shown] | None) -> list[str]:
+        return [key for key, _ in shown or ()]
+
+    @property
+    def shown_keys(self) -> list[str]:
+        """What the footer shows, as "key description" (for tests)."""
+        return [f"{k.key_display} {k.description}" for k in self.query_children(FooterKey)]
 
     def forget_removed_keys(self) -> int:
         """Drop the watchers of widgets that were removed (the keys of the last compose);
@@ -85,8 +171,9 @@ class Footer(TextualFooter):
         """Show the bindings now active: in place when the same keys are shown."""
         if not self.is_attached:
             return
-        plan, composed = self._plan(), self._composed
-        if plan is None or composed is None or [k for k, _ in plan] != [k for k, _ in composed]:
+        planned, composed = self._plan(), self._composed
+        plan = self._fitted(planned) if planned is not None else None
+        if plan is None or composed is None or self._keys(plan) != self._keys(composed):
             await self.recompose()
             return
         # by type name (the class is private), and with the fields this changes
@@ -106,26 +193,34 @@ class Footer(TextualFooter):
             widget.refresh(layout=width != cell_len(before[0]) + cell_len(before[1]))
         self._composed = plan
 
-    def _plan(self) -> list[Shown] | None:
-        """The keys `compose` would show for the bindings now active, in order (the command
-        palette's last); None when some are grouped (laid out otherwise)."""
-        app, active = self.app, self.screen.active_bindings
-        first: dict[str, tuple[Any, bool, str]] = {}  # by action: its first binding shown
-        for _, binding, enabled, tooltip in active.values():
+    def _plan(self) -> KeyPlan | None:
+        """The keys `compose` would show for the bindings now active, in order, and the help
+        and the palette's keys; None when some are grouped (laid out otherwise)."""
+        app, screen = self.app, self.screen
+        active = screen.active_bindings
+        first_of: Sequence[str] = getattr(screen, "FOOTER_FIRST", ())
+        first: dict[str, tuple[Binding, bool, str, bool]] = {}  # by action: its first shown
+        more: Shown | None = None
+        for _, (node, binding, enabled, tooltip) in active.items():
             if binding.show:
                 if binding.group is not None:
                     return None
-                first.setdefault(binding.action, (binding, enabled, tooltip))
-        plan: list[Shown] = [
-            (b.key, (app.get_key_display(b), b.description, b.action, enabled, tooltip or ""))
-            for b, enabled, tooltip in first.values()
-        ]
+                first.setdefault(binding.action, (binding, enabled, tooltip, isinstance(node, App)))
+            elif binding.action == HELP_ACTION and more is None and enabled:
+                more = (binding.key, (app.get_key_display(binding), MORE, binding.action, True,
+                                      binding.description))  # fmt: skip
+        keys = tuple(
+            (
+                (b.key, (app.get_key_display(b), b.description, b.action, enabled, tooltip or "")),
+                ranks(first_of, b.action, app_key=app_key),
+            )
+            for b, enabled, tooltip, app_key in first.values()
+        )
+        palette: Shown | None = None
         if self.show_command_palette and app.ENABLE_COMMAND_PALETTE:
-            palette = active.get(app.COMMAND_PALETTE_BINDING)
-            if palette is not None:
-                _, b, enabled, _ = palette
+            found = active.get(app.COMMAND_PALETTE_BINDING)
+            if found is not None:
+                _, b, enabled, _ = found
                 tip = b.tooltip or b.description
-                plan.append(
-                    (b.key, (app.get_key_display(b), b.description, b.action, enabled, tip))
-                )
-        return plan
+                palette = (b.key, (app.get_key_display(b), b.description, b.action, enabled, tip))
+        return KeyPlan(keys, more, palette)

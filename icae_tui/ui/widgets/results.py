@@ -45,7 +45,7 @@ from icae_tui.display.results_filter import (
     sort_by,
 )
 from icae_tui.display.view import CaseRow, RunView
-from icae_tui.display.wording import PENDING
+from icae_tui.display.wording import NOT_RUN, PENDING
 from icae_tui.domain.results import CaseResult, MetricSpec, Verdict
 from icae_tui.safe_text import printable
 from icae_tui.ui.keymap import keyed
@@ -136,7 +136,7 @@ class ResultsTable(DataTable[Text]):
         self.fitted: tuple[Column, ...] = ()
         self.metric_columns: tuple[MetricSpec, ...] = ()  # other scorers' than the ladder's
         self.natural: dict[str, int] = {
-            "case": 0, "pattern": 0, "verdict": max(VERDICT_WIDTH, len(PENDING)),
+            "case": 0, "pattern": 0, "verdict": max(VERDICT_WIDTH, len(PENDING), len(NOT_RUN)),
             "reason": 0, "oracle": EXIT_WIDTH, "delivery": EXIT_WIDTH,
         }  # fmt: skip  # the widest cell of each column, kept up to date as rows come in
         self._rows: dict[str, CaseRow] = {}
@@ -297,7 +297,9 @@ class ResultsTable(DataTable[Text]):
         cells: dict[str, Text | str | None] = {
             "case": safe(row.case_id),
             "pattern": row.pattern,
-            "verdict": verdict_text(r.verdict) if r is not None else Text(PENDING, style="dim"),
+            "verdict": verdict_text(r.verdict)
+            if r is not None
+            else Text(NOT_RUN if row.not_run else PENDING, style="dim"),
             "reason": r.reason if r is not None else "",
             "oracle": exit_text(oracle.exit_code, oracle.timed_out) if oracle else None,
             "delivery": exit_text(delivery.exit_code, delivery.timed_out) if delivery else None,
@@ -319,7 +321,7 @@ class ResultsTable(DataTable[Text]):
     # --- reading ----------------------------------------------------------------------------
 
     def summary(self) -> str:
-        """e.g. "12 accepted · 3 wrong_answer · 55 pending"."""
+        """e.g. "12 accepted · 3 wrong_answer · 55 pending" (once the run is over: "not run")."""
         return self.view.results_summary() if self.view is not None else ""
 
     def verdicts(self) -> list[str]:
