@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import sys
+import textwrap
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +20,7 @@ from icae_tui.safe_text import printable
 from icae_tui.store import RunStore, default_home
 
 if TYPE_CHECKING:
+    from icae_tui.agents.config import AgentConfig
     from icae_tui.domain.events import Event
     from icae_tui.sandbox.base import Sandbox
 
@@ -284,38 +286,100 @@ def cmd_reap(args: argparse.Namespace) -> int:
     return _with_engine(args, sweep)
 
 
+LISTING_WIDTH = 80  # `icae agents` fits a terminal of 80 columns
+TASKS_NAMED = 8  # of the tasks that have a scripted agent's solution, named in the listing
+
+
+def _under_row(text: str) -> list[str]:
+    """A line under an agent's row: indented, wrapped at the listing's width (a wrapped
+    part indented further). Words are never broken: a path stays whole, to be copied."""
+    return textwrap.wrap(printable(text), LISTING_WIDTH, initial_indent="    ",
+                         subsequent_indent="      ", break_long_words=False,
+                         break_on_hyphens=False)  # fmt: skip
+
+
+def _in_tasks(task_ids: list[str], total: int) -> str:
+    if total > 1 and len(task_ids) == total:
+        return f"in every task ({total})"
+    more = len(task_ids) - TASKS_NAMED
+    return f"in {', '.join(task_ids[:TASKS_NAMED])}" + (f" and {more} more" if more > 0 else "")
+
+
 def cmd_agents(args: argparse.Namespace) -> int:
-    """The configured agents, one a line, then their errors on stderr; 0 when one is ready."""
-    from icae_tui.agents.config import AgentState, CommandAgentConfig
-    from icae_tui.agents.registry import configured_agents
+    """Every agent, a row each (its `kind:name` and state) with what it is under it and,
+    when it is not ready, what to set: the tasks' scripted agents, then the configured ones;
+    the agents files' errors on stderr. A listing exits 0 whatever the states; with
+    `--check [AGENT]` it exits 1 unless AGENT (with none named: a configured agent) is
+    ready, 2 when AGENT names no agent."""
+    from icae_tui.agents.config import CommandAgentConfig, what_to_set
+    from icae_tui.agents.registry import agent_kinds, configured_agents, scripted_agents
+    from icae_tui.display.wording import limits_line
 
     if (agent_files := _agent_files(args)) is None:
         return 2
+    catalog = _catalog(args)
+    scripted = scripted_agents(catalog.tasks.values())
     config = configured_agents(agent_files)
-    ready = 0
-    if config.agents:
-        print(f"{'NAME':<22} {'KIND':<8} {'MODEL @ ENDPOINT / COMMAND':<44} {'STATE':<34} FROM")
+    rows: list[tuple[str, str, list[str]]] = []  # (kind:name, state, the lines under it)
+    played = agent_kinds()["scripted"].summary
+    for spec, task_ids in scripted.items():
+        rows.append((spec, "ready", [f"{played} · {_in_tasks(task_ids, len(catalog.tasks))}"]))
     for entry in config.agents.values():
         s = entry.settings
-        state = entry.state(os.environ)
-        ready += state is AgentState.READY
-        target = f"{s.model} @ {s.base_url or '(no endpoint)'}"
-        shown_state = str(state)
-        if state is AgentState.MISSING_KEY:
-            shown_state = f"{state} {s.api_key_env}"
+        detail = f"{s.model} @ {s.base_url or '(no endpoint)'}"
         if isinstance(s, CommandAgentConfig):
-            target = f"{s.parser} · {target}"
-            shown_state += " · installs on first run"
-        where = str(entry.source) if entry.line is None else f"{entry.source}:{entry.line}"
-        print(f"{printable(entry.name, limit=40):<22} {entry.kind:<8} "
-              f"{printable(target, limit=60):<44} {printable(shown_state):<34} "
-              f"{printable(where)}")  # fmt: skip
+            detail += f" · {s.parser} trace · installs on first run"
+        under = [f"{detail} · limits {limits_line(s.limits)}", f"from {entry.where}"]
+        if fix := what_to_set(entry, os.environ):
+            under.append(f"to run it: {fix}")
+        rows.append((printable(entry.spec), str(entry.state(os.environ)), under))
+    state_width = max((len(state) for _, state, _ in rows), default=0)
+    width = min(max((len(spec) for spec, _, _ in rows), default=0),
+                LISTING_WIDTH - 2 - state_width)  # fmt: skip
+    width = max(width, len("AGENT"))
+    print(f"{'AGENT':<{width}}  STATE")
+    for spec, state, under in rows:
+        shown = spec if len(spec) <= width else spec[: width - 1] + "…"
+        print(f"{shown:<{width}}  {state}")
+        for line in under:
+            print("\n".join(_under_row(line)))
+    if not catalog.tasks:
+        why = f": {printable(str(catalog.errors[0]))}" if catalog.errors else ""
+        print(f"no scripted agents: no task loaded{why} (see `icae tasks`)", file=sys.stderr)
     for err in config.errors:
         print(printable(str(err), limit=500), file=sys.stderr)
-    if not ready:
-        print("no configured agent is ready (scripted:<solution> agents still come with "
-              "each task; see `icae tasks`)", file=sys.stderr)  # fmt: skip
-    return 0 if ready else 1
+    return 0 if args.check is None else _agent_ready(args.check, config, scripted)
+
+
+def _agent_ready(spec: str, config: AgentConfig, scripted: dict[str, list[str]]) -> int:
+    """`icae agents --check [AGENT]`: 0 when AGENT (none: any configured agent) is ready,
+    1 after a line saying what to set when it is not, 2 when AGENT names no agent."""
+    from icae_tui.agents.config import AgentState, what_to_set
+    from icae_tui.agents.registry import find_configured
+
+    if not spec:
+        if any(e.state(os.environ) is AgentState.READY for e in config.agents.values()):
+            return 0
+        print("not ready: no configured agent is ready (what to set is listed under each)",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    if spec.startswith("scripted:"):
+        if spec in scripted:
+            return 0
+        known = ", ".join(s.removeprefix("scripted:") for s in scripted) or "none"
+        name = spec.removeprefix("scripted:")
+        print(f"error: agent {printable(spec)!r}: {printable(name)!r} is not a solution of any "
+              f"task (known: {known})", file=sys.stderr)  # fmt: skip
+        return 2
+    found = find_configured(config, spec)
+    if isinstance(found, str):
+        print(f"error: agent {printable(spec)!r}: {printable(found, limit=500)}", file=sys.stderr)
+        return 2
+    if fix := what_to_set(found, os.environ):
+        state = found.state(os.environ)
+        print(f"not ready: {printable(found.spec)} {state}: {printable(fix)}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def cmd_console(args: argparse.Namespace) -> int:
@@ -464,7 +528,11 @@ def parser() -> argparse.ArgumentParser:
                      help="host ICAE-EVAL's agents unchanged: their Clarification section in "
                      "the PRD, their user-agent wire on 127.0.0.1:50002 in the container")  # fmt: skip
 
-    sub.add_parser("agents", help="list the configured agents, their state and any errors")
+    agents = sub.add_parser("agents", help="list the agents (scripted and configured), their "
+                            "state, what to set, and the agents files' errors")  # fmt: skip
+    agents.add_argument("--check", nargs="?", const="", metavar="AGENT",
+                        help="exit 1 unless AGENT (kind:name, e.g. model:local) is ready; with "
+                        "no AGENT, unless a configured agent is ready")  # fmt: skip
 
     sub.add_parser("reap", help="remove containers and images that dead or expired runs left")
 

@@ -19,10 +19,12 @@ from icae_tui.agents.config import (
     key_lines,
     load_agent_config,
     user_config_file,
+    what_to_set,
 )
 from icae_tui.agents.registry import available_agents, configured_agents, make_agent
 from icae_tui.agents.scripted import ScriptedAgent
 from icae_tui.cli import main
+from tests.conftest import FIXTURE_TASKS
 
 READY_AGENT = """
 [agents.local]
@@ -362,14 +364,71 @@ def test_scripted_specs_work_as_before_and_configured_agents_are_listed(
 # --- icae agents ---------------------------------------------------------------------------
 
 
-def test_icae_agents_with_defaults_only_lists_and_exits_1(env, capsys):
-    assert main(["agents"]) == 1
+def agents_listing(capsys, *argv: str, status: int = 0) -> tuple[dict[str, list[str]], str]:
+    """`icae agents` on the fixture tasks: each agent's row and the lines under it (each
+    wrapped line joined to the one it continues), by agent; and stderr."""
+    assert main(["--tasks", str(FIXTURE_TASKS), *argv]) == status
     out, err = capsys.readouterr()
-    [row] = [line for line in out.splitlines() if line.startswith("openai-compatible")]
-    assert "model" in row and "gpt-4o-mini @ (no endpoint)" in row
-    assert "needs an endpoint" in row
-    assert f"{DEFAULTS_FILE}:{line_of(DEFAULTS_FILE, '[agents.openai-compatible]')}" in row
-    assert "no configured agent is ready" in err
+    lines = out.splitlines()
+    assert lines[0].split() == ["AGENT", "STATE"]
+    blocks: dict[str, list[str]] = {}
+    for line in lines[1:]:
+        if not line.startswith(" "):
+            blocks[line.split()[0]] = [line]
+        elif line.startswith("      "):  # a wrapped line goes on the line above
+            last = list(blocks.values())[-1]
+            last[-1] += " " + line.strip()
+        else:
+            list(blocks.values())[-1].append(line.strip())
+    return blocks, err
+
+
+def fits(line: str, width: int = 80) -> bool:
+    """Within the width, or one word (a path) alone on its line, never broken."""
+    return len(line) <= width or len(line.split()) == 1
+
+
+def test_icae_agents_lists_every_agent_and_exits_0_when_no_configured_one_is_ready(env, capsys):
+    blocks, err = agents_listing(capsys, "agents")
+    assert err == ""  # a listing: nothing is wrong when no configured agent is ready
+    row, detail, where, todo = blocks["model:openai-compatible"]
+    assert row.split(maxsplit=1)[1] == "needs an endpoint"
+    assert detail.startswith("gpt-4o-mini @ (no endpoint) · limits 50 steps")
+    assert where == f"from {DEFAULTS_FILE}:{line_of(DEFAULTS_FILE, '[agents.openai-compatible]')}"
+    # what to set, where, and the key variable the entry will read
+    assert todo.startswith("to run it: declare [agents.openai-compatible] with its settings")
+    assert 'base_url (e.g. "http://localhost:8000/v1")' in todo
+    assert 'extends = "openai-compatible"' in todo
+    assert str(user_file(Path(env["XDG_CONFIG_HOME"]).parent)) in todo
+    assert "environment variable OPENAI_API_KEY" in todo
+    row, detail, where, todo = blocks["command:claude-code"]
+    assert "installs on first run" in detail and "ANTHROPIC_API_KEY" in todo
+    # the scripted agents of the tasks, ready, with the tasks that have them
+    assert [a for a in blocks if a.startswith("scripted:")] == [
+        "scripted:broken", "scripted:good", "scripted:partial"
+    ]  # fmt: skip
+    row, detail = blocks["scripted:good"]
+    assert row.split() == ["scripted:good", "ready"] and detail.endswith("in mini")
+
+
+def test_icae_agents_never_runs_past_80_columns(tmp_path, env, capsys, monkeypatch):
+    extra = write(
+        tmp_path / "wide.toml",
+        '[agents.a-rather-long-agent-name-for-a-command-agent]\nkind = "command"\n'
+        'run = "x"\nmodel = "some-provider/a-very-long-model-name-with-a-date-20250101"\n'
+        'api_key_env = "A_RATHER_LONG_NAME_FOR_AN_API_KEY_VARIABLE"\n'
+        'base_url = "https://a-long-host-name.example.com/some/path/v1"\n',
+    )
+    assert main(["--tasks", str(FIXTURE_TASKS), "--agents", str(extra), "agents"]) == 0
+    out = capsys.readouterr().out
+    assert "a-rather-long-agent-name-for-a-command-agent" in out
+    assert all(fits(line) for line in out.splitlines()), [
+        line for line in out.splitlines() if not fits(line)
+    ]
+    rows = [line for line in out.splitlines() if not line.startswith(" ")]
+    assert all(len(line) <= 80 for line in rows)
+    [row] = [r for r in rows if r.startswith("command:a-rather-long-agent-name")]
+    assert row.split(maxsplit=1)[1] == "missing key variable"
 
 
 def test_icae_agents_lists_states_sources_and_errors(tmp_path, env, capsys, monkeypatch):
@@ -378,20 +437,76 @@ def test_icae_agents_lists_states_sources_and_errors(tmp_path, env, capsys, monk
         tmp_path / "extra.toml",
         '[agents.cli]\nkind = "command"\nrun = "aider"\nmodel = "m"\n[agents.bad]\nkind = "model"\nmodel = 5\n',
     )
-    assert main(["--agents", str(extra), "agents"]) == 1  # local lacks its key
-    out, err = capsys.readouterr()
-    [local] = [line for line in out.splitlines() if line.startswith("local")]
-    assert "missing key variable ICAE_TEST_KEY" in local
-    assert f"{user_file(tmp_path)}:1" in local
-    [cli] = [line for line in out.splitlines() if line.startswith("cli")]
-    assert "needs an endpoint" in cli and "installs on first run" in cli and f"{extra}:1" in cli
+    blocks, err = agents_listing(capsys, "--agents", str(extra), "agents")
+    row, detail, where, todo = blocks["model:local"]
+    assert row.split(maxsplit=1)[1] == "missing key variable"
+    assert where == f"from {user_file(tmp_path)}:1"
+    assert todo.startswith("to run it: set the environment variable ICAE_TEST_KEY (the ")
+    assert f"[agents.local] at {user_file(tmp_path)}:1" in todo
+    row, detail, where, todo = blocks["command:cli"]
+    assert row.split(maxsplit=1)[1] == "needs an endpoint"
+    assert "installs on first run" in detail and where == f"from {extra}:1"
+    assert todo.startswith(
+        f'to run it: set base_url (e.g. "http://localhost:8000/v1") in [agents.cli] at {extra}:1'
+    )
+    assert "sends no API key" in todo and "api_key_env" in todo  # it names no key variable
     assert f"{extra}:7: agents.bad.model: Input should be a valid string" in err
 
     monkeypatch.setenv("ICAE_TEST_KEY", "secret")
-    assert main(["--agents", str(extra), "agents"]) == 0
-    out, err = capsys.readouterr()
-    assert "ready" in out and "secret" not in out + err
-    assert "no configured agent is ready" not in err
+    blocks, err = agents_listing(capsys, "--agents", str(extra), "agents")
+    assert blocks["model:local"][0].split() == ["model:local", "ready"]
+    assert len(blocks["model:local"]) == 3  # nothing to set
+    assert "secret" not in str(blocks) + err
+
+
+def test_icae_agents_check_says_whether_an_agent_is_ready(tmp_path, env, capsys, monkeypatch):
+    def check(*argv: str, status: int) -> str:
+        assert main(["--tasks", str(FIXTURE_TASKS), *argv]) == status
+        return capsys.readouterr().err
+
+    err = check("agents", "--check", status=1)  # the defaults only: none has an endpoint
+    assert err.startswith("not ready: no configured agent is ready")
+    err = check("agents", "--check", "model:openai-compatible", status=1)
+    assert err.startswith("not ready: model:openai-compatible needs an endpoint: declare ")
+    assert check("agents", "--check", "scripted:good", status=0) == ""
+    assert "is not a solution of any task" in check("agents", "--check", "scripted:x", status=2)
+    assert "no model agent 'nope'" in check("agents", "--check", "model:nope", status=2)
+
+    extra = write(tmp_path / "a.toml", READY_AGENT + 'api_key_env = "ICAE_TEST_KEY"\n')
+    err = check("--agents", str(extra), "agents", "--check", "model:local", status=1)
+    assert "set the environment variable ICAE_TEST_KEY" in err
+    monkeypatch.setenv("ICAE_TEST_KEY", "secret")
+    assert check("--agents", str(extra), "agents", "--check", "model:local", status=0) == ""
+    assert check("--agents", str(extra), "agents", "--check", "local", status=0) == ""
+    assert check("--agents", str(extra), "agents", "--check", status=0) == ""
+
+
+def test_what_to_set_for_a_shipped_entry_works_as_it_says(tmp_path, env, monkeypatch):
+    """The advice for a shipped entry, followed to the letter, makes it ready."""
+    config = load_agent_config([], environ=env)
+    entry = config.agents["openai-compatible"]
+    todo = what_to_set(entry, env)
+    assert 'extends = "openai-compatible"' in todo and str(user_config_file(env)) in todo
+    write(user_config_file(env), '[agents.openai-compatible]\nextends = "openai-compatible"\n'
+          'base_url = "http://localhost:8000/v1"\n')  # fmt: skip
+    entry = load_agent_config([], environ=env).agents["openai-compatible"]
+    assert entry.state({}) is AgentState.MISSING_KEY
+    assert what_to_set(entry, {}).startswith("set the environment variable OPENAI_API_KEY")
+    assert entry.state({"OPENAI_API_KEY": "k"}) is AgentState.READY
+    assert what_to_set(entry, {"OPENAI_API_KEY": "k"}) == ""
+
+
+def test_the_run_setup_says_what_to_set_in_the_same_words_once(tmp_path, env):
+    from icae_tui.ui.screens.run_setup import configured_choice
+
+    path = write(tmp_path / "a.toml", READY_AGENT.replace('base_url = "http://localhost:8000/v1"\n',
+                                                          'api_key_env = "ICAE_TEST_KEY"\n'))  # fmt: skip
+    config = load_agent_config([path], environ=env)
+    for name in ("openai-compatible", "local", "codex"):
+        entry = config.agents[name]
+        choice = configured_choice(entry, env)
+        assert choice.fix == what_to_set(entry, env) != ""
+        assert choice.state not in choice.fix and "give it an endpoint" not in choice.fix
 
 
 def test_icae_agents_escapes_control_characters_from_files(tmp_path, env, capsys):

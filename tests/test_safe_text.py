@@ -63,7 +63,7 @@ def test_headless_prints_the_whole_line_with_the_separator_escaped():
     printer(BuildChecked(ok=False, exit_code=2, reason=failed_build_reason(2, "", STDERR)))
     case, build = out.getvalue().split("\n")[:-1]  # one line each
     assert case.endswith(f"exit code 2, oracle 0; stderr: {SHOWN}") and case.startswith("FAIL")
-    assert build == f"build FAILED — build failed (exit 2): {SHOWN}"
+    assert build == f"build FAILED (exit 2): {SHOWN}"  # said once
 
 
 def test_an_agents_first_line_keeps_what_follows_a_separator():

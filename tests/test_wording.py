@@ -204,3 +204,20 @@ def test_end_notices():
     public_only = Score(done=1, planned=1, by_split={"public": SplitScore(total=1, passed=1)})
     unmeasured = RunFinished(status="completed", score=public_only)
     assert ended_notice(unmeasured)[1].startswith("overall —")
+
+
+# --- said once ------------------------------------------------------------------------------
+
+
+def test_the_build_line_says_its_outcome_once():
+    from icae_tui.domain.events import BuildChecked
+    from icae_tui.evaluation.gate import failed_build_reason
+
+    def line(ok: bool, reason: str) -> str:
+        return w.build_line(BuildChecked(ok=ok, exit_code=0 if ok else 2, reason=reason))
+
+    assert line(True, "build passed") == "build passed"  # the gate's reason when it passes
+    assert line(True, "build command exited 0") == "build ok — build command exited 0"
+    assert line(False, failed_build_reason(2, "", "oops\n")) == "build FAILED (exit 2): oops"
+    assert line(False, "no delivery: semver.py") == "build FAILED — no delivery: semver.py"
+    assert line(False, "build gate timed out") == "build FAILED — build gate timed out"

@@ -179,8 +179,49 @@ class AgentEntry:
     def kind(self) -> AgentKind:
         return self.settings.kind
 
+    @property
+    def spec(self) -> str:
+        """How `icae run --agent` and the console name it: `model:<name>`."""
+        return f"{self.kind}:{self.name}"
+
+    @property
+    def where(self) -> str:
+        """`file:line` of its declaration (the file alone when the line is unknown)."""
+        return str(self.source) if self.line is None else f"{self.source}:{self.line}"
+
     def state(self, environ: Mapping[str, str]) -> AgentState:
         return self.settings.endpoint_state(environ)
+
+
+EXAMPLE_BASE_URL = "http://localhost:8000/v1"  # vLLM's; what the advice shows
+
+
+def what_to_set(entry: AgentEntry, environ: Mapping[str, str]) -> str:
+    """What to set before `entry` can run, '' when it is ready: which file and entry to
+    edit, and the environment variable its key will be read from. `icae agents` and the
+    console's run setup both say it, after the state ("needs an endpoint: <this>"), so it
+    never repeats the state."""
+    state = entry.state(environ)
+    s = entry.settings
+    table = f"[{_field_name(('agents', entry.name), ())}]"
+    if state is AgentState.READY:
+        return ""
+    if state is AgentState.MISSING_KEY:
+        return (
+            f"set the environment variable {s.api_key_env} (the api_key_env of {table} at "
+            f"{entry.where}), then start icae again"
+        )
+    if s.api_key_env is not None:
+        key = f"; its API key is read from the environment variable {s.api_key_env}"
+    else:
+        key = '; it sends no API key (add api_key_env = "<VARIABLE>" if the endpoint needs one)'
+    if entry.source == DEFAULTS_FILE:  # the shipped file is not the operator's to edit
+        return (
+            f'declare {table} with its settings and a base_url (e.g. "{EXAMPLE_BASE_URL}") '
+            f"in {user_config_file(environ)} or an icae --agents file (it replaces the shipped "
+            f'entry; extends = "{entry.name}" keeps its settings){key}'
+        )
+    return f'set base_url (e.g. "{EXAMPLE_BASE_URL}") in {table} at {entry.where}{key}'
 
 
 @dataclass(frozen=True)

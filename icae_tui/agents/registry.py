@@ -5,7 +5,7 @@ listed for the console and `icae agents`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,6 +13,7 @@ from typing import Any
 from icae_tui.agents.base import Agent, AgentError
 from icae_tui.agents.command_agent import CommandAgent
 from icae_tui.agents.config import (
+    DECLARABLE_KINDS,
     AgentConfig,
     AgentEntry,
     AgentKind,
@@ -63,6 +64,34 @@ def agent_kinds() -> dict[str, AgentKindEntry]:
 
 def available_agents(task: Task) -> list[str]:
     return [f"scripted:{name}" for name in task.solutions]
+
+
+def scripted_agents(tasks: Iterable[Task]) -> dict[str, list[str]]:
+    """Every scripted agent of `tasks` (`scripted:<solution>`, by name) and the ids of the
+    tasks that have that solution: scripted agents are per task, never configured."""
+    found: dict[str, list[str]] = {}
+    for task in tasks:
+        for spec in available_agents(task):
+            found.setdefault(spec, []).append(task.id)
+    return dict(sorted(found.items()))
+
+
+def find_configured(config: AgentConfig, spec: str) -> AgentEntry | str:
+    """The configured entry `spec` names (`kind:name`, or a bare entry name), or why none:
+    its broken entry's errors, and the names of that kind that are known."""
+    kind, sep, name = spec.partition(":")
+    if not sep:
+        kind, name = "", spec
+    entry = config.agents.get(name)
+    if entry is not None and (not sep or kind == entry.kind):
+        return entry
+    if kind and kind not in DECLARABLE_KINDS:
+        return f"no {kind!r} agents are configured (the agents files declare {', '.join(DECLARABLE_KINDS)})"
+    same = [n for n, e in config.agents.items() if not kind or e.kind == kind]
+    broken = [str(err) for err in config.errors if f"agents.{name}" in (err.field or "")]
+    why = f" ({'; '.join(broken)})" if broken else ""
+    what = f"{kind} agent" if kind else "agent"
+    return f"no {what} {name!r} configured{why} (known: {', '.join(same) or 'none'})"
 
 
 def configured_agents(extra_files: Sequence[Path] = ()) -> AgentConfig:

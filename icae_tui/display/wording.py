@@ -160,7 +160,12 @@ def run_line(ev: RunStarted) -> str:
 
 
 def phase_line(ev: PhaseChanged) -> str:
-    return f"━━ {ev.phase}" + (f" · {ev.detail}" if ev.detail else "")
+    return heading(ev.phase, ev.detail)
+
+
+def heading(phase: str, detail: str = "") -> str:
+    """A phase's heading in the trace: `━━ evaluate · 70 cases`."""
+    return f"━━ {phase}" + (f" · {detail}" if detail else "")
 
 
 def wrote_line(ev: AgentWrote) -> str:
@@ -393,7 +398,14 @@ def switch_line(ev: ResponderChanged) -> str:
 
 
 def build_line(ev: BuildChecked) -> str:
-    return f"build {'ok' if ev.ok else 'FAILED'} — {ev.reason}"
+    """`build passed`, `build FAILED (exit 2): <its last line>`, else `build ok — <reason>` /
+    `build FAILED — <reason>`: the gate's own reasons say the outcome already, so the line
+    says it once."""
+    if ev.ok:
+        return "build passed" if ev.reason in ("", "build passed") else f"build ok — {ev.reason}"
+    if ev.reason.startswith("build failed"):  # the gate's `build failed (exit N): …`
+        return "build FAILED" + ev.reason.removeprefix("build failed")
+    return f"build FAILED — {ev.reason}"
 
 
 def planned_line(ev: CasesPlanned) -> str:

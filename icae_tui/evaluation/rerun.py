@@ -48,12 +48,16 @@ async def discard_delivery(sides: Sides, *, engine: str = DEFAULT_ENGINE) -> Non
         await sandbox.close()
 
 
+SHELL_HOSTNAME = "sandbox"  # every box's hostname (the docker backend's too), the shell's
+
+
 def shell_argv(image: str, workdir: str) -> list[str]:
     """`docker run` of a throwaway container of `image` with a shell, no network, removed on
-    exit: what the console runs after stepping aside. (A terminal's client for the local
-    engine: the docker CLI, not this package's engine client.)"""
-    return ["docker", "run", "--rm", "-it", "--network", "none", "-w", workdir, image,
-            "bash", "-l"]  # fmt: skip
+    exit, named `sandbox` like every box of a run: what the console runs after stepping
+    aside. (A terminal's client for the local engine: the docker CLI, not this package's
+    engine client.)"""
+    return ["docker", "run", "--rm", "-it", "--network", "none", "--hostname", SHELL_HOSTNAME,
+            "-w", workdir, image, "bash", "-l"]  # fmt: skip
 
 
 def shell_line(image: str, workdir: str) -> str:

@@ -26,13 +26,7 @@ from textual.containers import Grid, Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Select, Static
 
-from icae_tui.agents.config import (
-    DEFAULTS_FILE,
-    AgentConfig,
-    AgentEntry,
-    AgentState,
-    user_config_file,
-)
+from icae_tui.agents.config import AgentConfig, AgentEntry, what_to_set
 from icae_tui.agents.registry import KINDS, available_agents, configured_agents
 from icae_tui.display.wording import limits_line
 from icae_tui.domain.states import ResponderMode
@@ -137,20 +131,8 @@ def configured_choice(entry: AgentEntry, environ: Mapping[str, str]) -> AgentCho
     fix = ""
     if str(entry.kind) not in KINDS:
         fix = f"{entry.kind} agents cannot be run by this version"
-    elif state is AgentState.NEEDS_ENDPOINT and entry.source == DEFAULTS_FILE:
-        fix = (
-            f"give it an endpoint: declare [agents.{entry.name}] with its settings and a "
-            f'base_url (e.g. "http://localhost:8000/v1") in {user_config_file(environ)} or a '
-            "file given with icae --agents (it replaces the shipped entry)"
-        )
-    elif state is AgentState.NEEDS_ENDPOINT:
-        example = '"http://localhost:8000/v1"'
-        fix = f"set base_url (e.g. {example}) in [agents.{entry.name}] at {where}"
-    elif state is AgentState.MISSING_KEY:
-        var = getattr(s, "api_key_env", None) or "its api_key_env"
-        fix = f"set the environment variable {var} (the entry's api_key_env), then restart icae"
-    elif state is not AgentState.READY:
-        fix = f"it is not ready ({state})"
+    else:
+        fix = what_to_set(entry, environ)  # the words `icae agents` says too
     return AgentChoice(spec, str(state), detail, fix)
 
 
