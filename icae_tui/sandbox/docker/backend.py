@@ -360,8 +360,8 @@ class DockerSandbox:
         removed on exit (against this engine)."""
         host = str(self.docker.docker_host)
         target = ["-H", host] if host != engine_url() else []
-        return ["docker", *target, "run", "--rm", "-it", "--network", "none", "-w", workdir,
-                image, "bash", "-l"]  # fmt: skip
+        return ["docker", *target, "run", "--rm", "-it", "--network", "none",
+                "--hostname", "sandbox", "-w", workdir, image, "bash", "-l"]  # fmt: skip
 
 
 async def open_docker(options: dict[str, Any]) -> DockerSandbox:
