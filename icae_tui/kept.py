@@ -48,7 +48,9 @@ class KeptImages:
     def shell(self, side: Side) -> ShellCommand:
         spec = self.task.spec
         if side is Side.ORACLE:
-            image, workdir = self.sides.oracle_image, spec.oracle.path
+            # a task with no oracle: its "oracle image" is the agent image
+            path = spec.oracle.path if spec.oracle is not None else spec.cases.workdir
+            image, workdir = self.sides.oracle_image, path
         else:
             image, workdir = self.sides.delivery_image, spec.delivery.workspace
         argv = tuple(rerun_core.shell_argv(image, workdir))

@@ -5,6 +5,9 @@ stored questions, `refused_questions` counts the ones past the budget that were 
 side of a case lists at most CHANGES_CAP changes, with `changes_total` and `capped_changes`
 giving the true counts; `dropped` counts the trace events past the run's store bound.
 
+`reference` says what the cases were judged against: the oracle (differential) or their
+stored expected outputs (a task with `[cases] reference = "expected"`).
+
 Metrics are by name, as the run's scorers declared them: `metrics` lists the case metrics
 (name, label, description, kind), each case's `metrics` holds its values, and the score's
 `metrics` and `rates` the aggregated ones.
@@ -30,9 +33,18 @@ from icae_tui.domain.events import (
     RunStarted,
     ScoreUpdated,
 )
+from icae_tui.domain.task import Reference
 from icae_tui.users.metrics import interaction_metrics
 
 REPORT_VERSION = 3  # 2: bounded (refused_questions, dropped, capped_changes); 3: metrics by name
+# What the cases were judged against (a report's `reference`): `against` is its name.
+REFERENCES = {
+    Reference.ORACLE: {"against": "oracle", "detail": "differential: the oracle ran each case"},
+    Reference.EXPECTED: {
+        "against": "expected",
+        "detail": "the stored expected outputs, compared as ICAE-EVAL compares them",
+    },
+}
 
 
 def build_report(events: list[Event]) -> dict[str, Any]:
@@ -87,6 +99,7 @@ def build_report(events: list[Event]) -> dict[str, Any]:
                 )
             case CasesPlanned():
                 order = {case_id: i for i, case_id in enumerate(ev.case_ids)}
+                report["reference"] = REFERENCES[ev.reference]
                 report["metrics"] = [m.model_dump(mode="json") for m in ev.metrics]
             case CaseFinished():
                 report["cases"].append(ev.result.model_dump(mode="json"))

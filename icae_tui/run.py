@@ -45,7 +45,7 @@ from icae_tui.domain.events import (
 )
 from icae_tui.domain.results import CaseResult, Score
 from icae_tui.domain.states import ModelRole, Phase, ResponderMode, RunStatus, StopReason
-from icae_tui.domain.task import Level, Split, Task
+from icae_tui.domain.task import Level, Reference, Split, Task
 from icae_tui.errors import ConfigError, EngineLost, EngineUnavailable, InfraError, SandboxError
 from icae_tui.evaluation.differential import Evaluator, Sides, build_error_result
 from icae_tui.evaluation.gate import (
@@ -567,6 +567,7 @@ class Run:
                 patterns=[r.pattern for r in refs],
                 splits=[r.split.value for r in refs],
                 metrics=list(metric_specs()),
+                reference=task.spec.cases.reference,
             )
         )
         results: list[CaseResult] = []
@@ -580,7 +581,10 @@ class Run:
             await self.emit(ScoreUpdated(score=final))
             return RunOutcome(self.run_id, RunStatus.COMPLETED, final, results=results)
 
-        await self.emit(PhaseChanged(phase=Phase.EVALUATE, detail=f"{len(refs)} cases"))
+        detail = f"{len(refs)} cases"
+        if task.spec.cases.reference is Reference.EXPECTED:  # said wherever the phase shows
+            detail += " against their stored expected outputs (no oracle)"
+        await self.emit(PhaseChanged(phase=Phase.EVALUATE, detail=detail))
         sides = Sides(oracle_image=oracle_image, delivery_image=delivery_image)
         async with (
             Evaluator(sandbox, task, sides, run_id=self.run_id, concurrency=cfg.concurrency) as ev,

@@ -22,6 +22,7 @@ from icae_tui.domain.states import (
     StopReason,
     Stream,
 )
+from icae_tui.domain.task import Reference
 
 
 class Event(BaseModel):
@@ -264,13 +265,18 @@ class CasesPlanned(Event):
     """The cases in planned order, with what displays group them by, so no display needs
     the task. `patterns` and `splits` run beside `case_ids` (empty in runs stored before).
     `metrics`: every case metric the run's scorers give, in order, so a stored run shows its
-    columns without the scorers that made them (runs stored before had the ladder's)."""
+    columns without the scorers that made them (runs stored before had the ladder's).
+    `reference`: what the cases are judged against, the oracle or their stored expected
+    outputs; left out of the stored event when it is the oracle (as in runs stored before)."""
 
     kind: Literal["cases_planned"] = "cases_planned"
     case_ids: list[str]
     patterns: list[str] = Field(default_factory=list)
     splits: list[str] = Field(default_factory=list)
     metrics: list[MetricSpec] = Field(default_factory=lambda: list(LADDER_METRICS))
+    reference: Reference = Field(
+        default=Reference.ORACLE, exclude_if=lambda ref: ref is Reference.ORACLE
+    )
 
 
 class CaseFinished(Event):

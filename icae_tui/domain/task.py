@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class Level(StrEnum):
@@ -66,6 +66,29 @@ class DeliverySpec(Strict):
                          description="the agent's box: MiB its writable layer may take")  # fmt: skip
 
 
+class Reference(StrEnum):
+    """What a case's run is judged against."""
+
+    ORACLE = "oracle"  # differential: the live oracle runs the same case (the default)
+    # the stored expected_output, as ICAE-EVAL scores it (evaluation/expected.py): no oracle
+    # runs; the delivery's stdout, read as ICAE reads an output file, must equal the stored
+    # text (nothing else is compared)
+    EXPECTED = "expected"
+
+
+class OriginSource(StrEnum):
+    ICAE_EVAL = "icae-eval"  # imported by `icae tasks import icae-eval` (importers/)
+
+
+class Origin(Strict):
+    """Where an imported task came from (absent for a task written here)."""
+
+    source: OriginSource
+    alias: str = Field(description="the task's name there, e.g. realcode@050")
+    size_loc: int | None = Field(default=None, ge=0, description="the original's lines of code")
+    size_files: int | None = Field(default=None, ge=0, description="the original's code files")
+
+
 class CaseDefaults(Strict):
     timeout_s: float = Field(default=10.0, gt=0, le=600)
     workdir: str = "/data"
@@ -75,6 +98,9 @@ class CaseDefaults(Strict):
                          description="each case's box (and the build gate's): MiB it may write")  # fmt: skip
     ignore: list[str] = Field(
         default_factory=list, description="side-effect paths (globs) to ignore"
+    )
+    reference: Reference = Field(
+        default=Reference.ORACLE, description="what cases are judged against"
     )
 
 
@@ -89,9 +115,21 @@ class TaskSpec(Strict):
     )
     image: ImageRecipe = Field(default_factory=ImageRecipe)
     interface: Interface
-    oracle: OracleSpec
+    oracle: OracleSpec | None = Field(
+        default=None, description="required unless cases are judged against expected outputs"
+    )
     delivery: DeliverySpec
     cases: CaseDefaults = Field(default_factory=CaseDefaults)
+    origin: Origin | None = None
+
+    @model_validator(mode="after")
+    def _oracle_when_judged_by_it(self) -> TaskSpec:
+        if self.oracle is None and self.cases.reference is Reference.ORACLE:
+            raise ValueError(
+                "no [oracle]: cases are judged against the oracle unless "
+                '[cases] reference = "expected"'
+            )
+        return self
 
 
 # --- user_agent/<level>.json (ICAE oracle_data) ---------------------------------------

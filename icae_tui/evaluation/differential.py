@@ -1,5 +1,8 @@
 """The differential engine: every case against the oracle and the delivery, side by side.
 
+(A task judged against its stored expected outputs has one side: the delivery's; see
+evaluation/expected.py.)
+
 Per side and case, the sandbox's case pool runs the case in a fresh state (fixtures, `prep`,
 the case under its timeout and output cap, what it left and its side effects: see the
 backend, e.g. `sandbox/docker/cases.py`). Both sides run concurrently; cases run
@@ -23,7 +26,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 
 from icae_tui.domain.results import CaseResult
-from icae_tui.domain.task import CaseRef, Task
+from icae_tui.domain.task import CaseRef, Reference, Task
 from icae_tui.errors import BoxError, EngineLost, EngineUnavailable
 from icae_tui.evaluation.scoring import judge_case
 from icae_tui.evaluation.verdict import (
@@ -136,7 +139,10 @@ class Evaluator:
         self.sandbox = sandbox
         self.task = task
         self.concurrency = concurrency or default_concurrency()
-        self.oracle_runs = oracle_runs or task.spec.cases.oracle_runs
+        # judged against the stored expected outputs (evaluation/expected.py): no oracle runs
+        self.against_expected = task.spec.cases.reference is Reference.EXPECTED
+        runs = oracle_runs or task.spec.cases.oracle_runs
+        self.oracle_runs = 0 if self.against_expected else runs
         limits, workdir = case_limits(task), task.spec.cases.workdir
 
         def pool(image: str, role: Role) -> CasePool:
@@ -145,23 +151,27 @@ class Evaluator:
                 workdir=workdir, fast=fast,
             )  # fmt: skip
 
-        self.oracle = pool(sides.oracle_image, Role.ORACLE)
+        self.oracle = None if self.against_expected else pool(sides.oracle_image, Role.ORACLE)
         self.delivery = pool(sides.delivery_image, Role.DELIVERY)
         self._roles = {id(self.oracle): Role.ORACLE, id(self.delivery): Role.DELIVERY}
         self._turns = _Turns()
 
+    def _pools(self) -> list[CasePool]:
+        return [p for p in (self.oracle, self.delivery) if p is not None]
+
     async def __aenter__(self) -> Evaluator:
-        await self.oracle.start()
-        await self.delivery.start()
+        for p in self._pools():
+            await p.start()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await asyncio.shield(asyncio.gather(self.oracle.close(), self.delivery.close()))
+        await asyncio.shield(asyncio.gather(*(p.close() for p in self._pools())))
 
     async def run_case(self, ref: CaseRef) -> CaseResult:
         """One case, both sides. A side the engine could not run is retried once, alone and
         in a fresh box; only a lost engine (EngineLost) ends the run."""
-        pools = [self.oracle] * self.oracle_runs + [self.delivery]
+        oracle_pools = [self.oracle] * self.oracle_runs if self.oracle is not None else []
+        pools = [*oracle_pools, self.delivery]
         async with self._turns.shared():
             attempts = await self._attempt(ref, pools)
         failed = [i for i, a in enumerate(attempts) if isinstance(a, SideFault)]

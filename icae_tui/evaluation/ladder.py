@@ -1,7 +1,8 @@
 """The verdict ladder as the first scorer of each kind (see scorers.py).
 
 `LADDER`, the first case scorer, alone gives a case its verdict and reason, with the metrics
-exec, SP, EM, FM and FM score (evaluation/verdict.py, pure). `LadderAggregate`, the first
+exec, SP, EM, FM and FM score (evaluation/verdict.py, pure; for a task whose cases are judged
+against their stored expected outputs, evaluation/expected.py). `LadderAggregate`, the first
 delivery scorer, gives overall, macro and the per-split figures from the verdicts, and each
 aggregated case metric's rate, iterating the metric specs it is given: a new scorer's
 metric gets its rate with no change here.
@@ -24,7 +25,8 @@ from icae_tui.domain.results import (
     Score,
     SplitScore,
 )
-from icae_tui.domain.task import CaseRef, Split, Task
+from icae_tui.domain.task import CaseRef, Reference, Split, Task
+from icae_tui.evaluation.expected import judge_expected
 from icae_tui.evaluation.verdict import Attempt, decide
 
 LADDER_NAME = "ladder"
@@ -39,6 +41,8 @@ class Ladder:
     def judge(
         self, task: Task, ref: CaseRef, oracles: Sequence[Attempt], delivery: Attempt
     ) -> CaseResult:
+        if task.spec.cases.reference is Reference.EXPECTED:  # no oracle ran (expected.py)
+            return judge_expected(task, ref, delivery)
         return decide(task, ref, oracles, delivery)
 
     def score(

@@ -82,7 +82,9 @@ def invocation(task: Task, ref: CaseRef) -> tuple[str, bytes | None]:
     return case.command or tool, stdin
 
 
-def _result(task: Task, ref: CaseRef, verdict: Verdict, reason: str, **fields: Any) -> CaseResult:
+def case_result(
+    task: Task, ref: CaseRef, verdict: Verdict, reason: str, **fields: Any
+) -> CaseResult:
     command, _ = invocation(task, ref)
     return CaseResult(
         case_id=ref.id, split=ref.split, pattern=ref.pattern, command=command,
@@ -91,7 +93,7 @@ def _result(task: Task, ref: CaseRef, verdict: Verdict, reason: str, **fields: A
 
 
 def build_error_result(task: Task, ref: CaseRef, reason: str) -> CaseResult:
-    return _result(task, ref, Verdict.BUILD_ERROR, reason)
+    return case_result(task, ref, Verdict.BUILD_ERROR, reason)
 
 
 def decide(task: Task, ref: CaseRef, oracles: Sequence[Attempt], delivery: Attempt) -> CaseResult:
@@ -101,7 +103,7 @@ def decide(task: Task, ref: CaseRef, oracles: Sequence[Attempt], delivery: Attem
         return fault_result(task, ref, oracles, delivery)
     first = outcomes[0]
     if any(not oracle_agrees(first, other) for other in outcomes[1:]):
-        return _result(
+        return case_result(
             task, ref, Verdict.ORACLE_NONDETERMINISTIC,
             "the oracle gave different results on two runs; not counted",
             oracle=first.run, delivery=delivery.run,
@@ -118,12 +120,12 @@ def fault_result(
     not turn its failing cases into uncounted ones by breaking the engine."""
     oracle_run = next((o.run for o in oracles if isinstance(o, SideOutcome)), None)
     if isinstance(delivery, SideFault):
-        return _result(
+        return case_result(
             task, ref, Verdict.RUNTIME_ERROR,
             f"the engine could not run or inspect this case: {delivery}", oracle=oracle_run,
         )  # fmt: skip
     fault = next(o for o in oracles if isinstance(o, SideFault))
-    return _result(
+    return case_result(
         task, ref, Verdict.ORACLE_ERROR,
         f"the engine could not run or inspect the oracle's side: {fault}; not counted",
         oracle=oracle_run, delivery=delivery.run,
@@ -201,7 +203,7 @@ def judge(task: Task, ref: CaseRef, oracle: SideOutcome, delivery: SideOutcome) 
     return _ladder(task, ref, oracle, delivery)
 
 
-def _ended(r: SideRun) -> bool:
+def ended(r: SideRun) -> bool:
     """Whether the command ended (by itself, or killed at its timeout): then what still runs
     was left by it. A command whose output was cut, or whose end never came, may be what
     still runs."""
@@ -229,14 +231,14 @@ def _ladder(task: Task, ref: CaseRef, oracle: SideOutcome, delivery: SideOutcome
     o, d = oracle.run, delivery.run
 
     def result(verdict: Verdict, reason: str, **fields: Any) -> CaseResult:
-        return _result(task, ref, verdict, reason, oracle=o, delivery=d, **fields)
+        return case_result(task, ref, verdict, reason, oracle=o, delivery=d, **fields)
 
     limit = ref.case.timeout_s or task.spec.cases.timeout_s
     if why := _oracle_failure(o):
         return result(Verdict.ORACLE_ERROR, f"the oracle {why}")
     # A fork bomb usually also runs out the clock: the cause is the better verdict.
     clock = f", no exit within {limit:g} s" if d.timed_out else ""
-    if d.left_running and not o.left_running and _ended(d):
+    if d.left_running and not o.left_running and ended(d):
         return result(Verdict.RUNTIME_ERROR, "left processes running after its command ended"
                       + clock)  # fmt: skip
     if d.pids_capped and not o.pids_capped:

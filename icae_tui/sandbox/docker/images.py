@@ -4,6 +4,8 @@
   imported with the engine's `images/create?fromSrc=-`. Built only when missing.
 - agent image: base + the task's setup lines + an empty workspace. No oracle, no cases.
 - oracle image: agent image + `oracle/` at the oracle path + install lines + the tool wrapper.
+  A task with no oracle (its cases judged against their expected outputs) has none: its
+  `TaskImages.oracle` is the agent image.
 Task images are tagged with a hash of their recipe, so a changed task rebuilds and an
 unchanged one is reused.
 """
@@ -113,7 +115,7 @@ def recipe_hash(task: Task, base_id: str, role: Role) -> str:
     h.update(task.spec.image.model_dump_json().encode())
     h.update(task.spec.delivery.workspace.encode())
     h.update(task.spec.cases.workdir.encode())
-    if role == Role.ORACLE:
+    if role == Role.ORACLE and task.spec.oracle is not None:
         h.update(task.spec.oracle.model_dump_json().encode())
         h.update(task.spec.interface.model_dump_json().encode())
         _hash_tree(h, Path(task.root) / "oracle")
@@ -153,6 +155,10 @@ async def ensure_task_images(
             await _commit(c, agent, task, "agent")
         finally:
             await c.remove()
+    spec = task.spec.oracle
+    if spec is None:  # judged against the stored expected outputs: no oracle to build
+        progress(f"images ready for {task.id} (no oracle)")
+        return TaskImages(agent=agent, oracle=agent)
     agent_id = (await docker.images.inspect(agent))["Id"]
     oracle = f"icae-oracle-{task.id}:{recipe_hash(task, agent_id, Role.ORACLE)}"
     if not await image_exists(docker, oracle):
@@ -166,15 +172,11 @@ async def ensure_task_images(
             for path in sorted(oracle_dir.rglob("*")):
                 if path.is_file() and "__pycache__" not in path.parts:
                     rel = path.relative_to(oracle_dir).as_posix()
-                    files[f"{task.spec.oracle.path}/{rel}"] = path.read_bytes()
+                    files[f"{spec.path}/{rel}"] = path.read_bytes()
             await c.put_files(files)
-            await _run_setup(c, task.spec.oracle.install, progress, oracle)
+            await _run_setup(c, spec.install, progress, oracle)
             await c.put_files(
-                {
-                    f"/usr/local/bin/{task.spec.interface.tool}": wrapper_script(
-                        task.spec.oracle.entry
-                    )
-                },
+                {f"/usr/local/bin/{task.spec.interface.tool}": wrapper_script(spec.entry)},
                 mode=0o755,
             )
             await _commit(c, oracle, task, "oracle")
