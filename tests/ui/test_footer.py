@@ -130,8 +130,10 @@ class Narrow(App[None]):
         Binding("ctrl+q", "quit", "Quit"),
     ]
 
+    SCREEN: type[Screen[None]] = Ranked
+
     def on_mount(self) -> None:
-        self.push_screen(Ranked())
+        self.push_screen(self.SCREEN())
 
     def action_help(self) -> None:
         pass
@@ -184,3 +186,41 @@ def test_fit_keeps_the_best_ranked_keys_in_their_order():
     assert [k for k, _ in fit(plan, 12 + 29)] == ["b", "?", "p"]  # the help key takes 10
     assert [k for k, _ in fit(plan, 12 + 19)] == ["?", "p"]
     assert [k for k, _ in fit(KeyPlan(plan.keys, None, plan.palette), 12)] == ["a", "b", "c", "p"]
+
+
+class Grouping(Screen[None]):
+    """A group of two keys (as the replay's ←→ Seek) among plain ones."""
+
+    BINDINGS = [
+        Binding("left", "seek(-1)", "Back", group=Binding.Group("Seek", compact=True)),
+        Binding("right", "seek(1)", "On", group=Binding.Group("Seek", compact=True)),
+        Binding("a", "first", "First key"),
+        Binding("b", "second", "Second key"),
+        Binding("c", "third", "Third key"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield Static("keys")
+        yield Footer()
+
+
+class NarrowGrouped(Narrow):
+    SCREEN = Grouping
+
+
+async def test_a_narrow_footer_fits_grouped_keys_too():
+    app = NarrowGrouped()
+    async with app.run_test(size=(60, 5)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        footer = app.screen.query_one(Footer)
+        # the best ranked first, then any that still fit (b and c do not, quit does)
+        assert footer.shown_keys == ["←→ Seek", "a First key", "^q Quit", f"? {MORE}",
+                                     "^p palette"], footer.shown_keys  # fmt: skip
+        keys_fit(footer)
+        await pilot.resize_terminal(120, 5)
+        await pilot.pause()
+        await pilot.pause()
+        assert footer.shown_keys == ["←→ Seek", "a First key", "b Second key", "c Third key",
+                                     "^q Quit", "^p palette"], footer.shown_keys  # fmt: skip
+        keys_fit(footer)

@@ -154,10 +154,10 @@ def short_path(path: Path) -> str:
 
 class RunScreen(Screen[None]):
     # what the footer keeps when it is narrow (widgets/footer.py), most important first:
-    # answering, who answers, cancelling and leaving
+    # answering, who answers, cancelling and leaving (a replay's: playing and pausing)
     FOOTER_FIRST: ClassVar[tuple[str, ...]] = (
-        "answer_box", "cycle_typing", "cycle", "leave", "cancel_run", "back", "restore_draft",
-        "pause", "select_cursor", "export",
+        "answer_box", "cycle_typing", "cycle", "leave", "cancel_run", "back", "play_pause",
+        "restore_draft", "pause", "select_cursor", "export",
     )  # fmt: skip
     # action ids for keymap.toml (ui/keymap.py)
     BINDINGS: ClassVar[list[BindingType]] = keyed(

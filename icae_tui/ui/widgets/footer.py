@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import groupby
 from typing import Any, Protocol, runtime_checkable
 
 from rich.cells import cell_len
@@ -35,9 +36,9 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer as TextualFooter
-from textual.widgets._footer import FooterKey
+from textual.widgets._footer import FooterKey, FooterLabel, KeyGroup
 
-__all__ = ["MORE", "Footer", "KeyPlan", "fit"]
+__all__ = ["MORE", "Footer", "Grouped", "KeyPlan", "fit"]
 
 HELP_ACTION = "help"  # the app's: the help screen lists every key of the screen
 MORE = "All keys"  # what the help key says when some keys are left out
@@ -57,36 +58,68 @@ Shown = tuple[str, tuple[str, str, str, bool, str]]
 
 
 @dataclass(frozen=True)
+class Grouped:
+    """The keys of one binding group (more than one), shown as their keys, then the group's
+    description ("←→ Seek")."""
+
+    description: str
+    compact: bool
+    keys: tuple[Shown, ...]
+
+
+Item = Shown | Grouped
+
+
+@dataclass(frozen=True)
 class KeyPlan:
     """The keys a footer would show, before fitting them to its width: `keys` in order,
     each with its rank (lower: kept first); the help key to show when some are left out;
     the palette's key (on the right)."""
 
-    keys: tuple[tuple[Shown, int], ...]
+    keys: tuple[tuple[Item, int], ...]
     more: Shown | None = None
     palette: Shown | None = None
 
 
-def width_of(shown: Shown) -> int:
-    key_display, description = shown[1][0], shown[1][1]
+def width_of(item: Item) -> int:
+    """The cells an item takes, as Textual's footer styles lay it out."""
+    if isinstance(item, Grouped):  # the keys (a margin each unless compact), the label
+        margin = 0 if item.compact else 2
+        keys = sum(cell_len(shown[1][0]) + margin for shown in item.keys)
+        return keys + (2 if item.compact else 0) + cell_len(item.description) + 1
+    key_display, description = item[1][0], item[1][1]
     return cell_len(key_display) + cell_len(description) + KEY_CELLS
 
 
-def fit(plan: KeyPlan, width: int) -> list[Shown]:
+def fit(plan: KeyPlan, width: int) -> list[Item]:
     """The keys shown in `width` cells, in their order, the palette's last: all of them when
     they fit; else the best ranked that fit beside the help key, then the help key."""
     room = width - (width_of(plan.palette) + PALETTE_CELLS - KEY_CELLS if plan.palette else 0)
-    keys = [shown for shown, _ in plan.keys]
-    palette = [plan.palette] if plan.palette else []
+    keys = [item for item, _ in plan.keys]
+    palette: list[Item] = [plan.palette] if plan.palette else []
     if width <= 0 or sum(map(width_of, keys)) <= room or plan.more is None:
         return keys + palette
     room -= width_of(plan.more)
     kept: set[int] = set()
-    for i, (shown, _) in sorted(enumerate(plan.keys), key=lambda item: item[1][1]):
-        if width_of(shown) <= room:
+    for i, (item, _) in sorted(enumerate(plan.keys), key=lambda entry: entry[1][1]):
+        if width_of(item) <= room:
             kept.add(i)
-            room -= width_of(shown)
+            room -= width_of(item)
     return [keys[i] for i in sorted(kept)] + [plan.more] + palette
+
+
+def signature(items: Sequence[Item] | None) -> list[object]:
+    """Which keys are shown, in order (what a change in place keeps)."""
+    return [
+        tuple(k for k, _ in item.keys) if isinstance(item, Grouped) else item[0]
+        for item in items or ()
+    ]
+
+
+def plain_keys(items: Sequence[Item]) -> list[Shown] | None:
+    """The items, when none is a group (those the footer can change in place)."""
+    shown = [item for item in items if not isinstance(item, Grouped)]
+    return shown if len(shown) == len(items) else None
 
 
 def ranks(first: Sequence[str], action: str, *, app_key: bool) -> int:
@@ -111,39 +144,46 @@ class KeyFields(Protocol):
 class Footer(TextualFooter):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._composed: list[Shown] | None = None  # the keys mounted, if laid out plainly
+        self._items: list[Item] = []  # what is mounted
+        self._composed: list[Shown] | None = None  # the same, if laid out plainly
 
     def compose(self) -> ComposeResult:
         self.forget_removed_keys()
-        self._composed = None
         plan = self._plan() if self._bindings_ready else None
-        if plan is None:  # grouped keys (or none yet): as Textual lays them out
-            yield from super().compose()
-            return
-        self._composed = shown = self._fitted(plan)
-        for item in shown:
+        self._items = items = self._fitted(plan) if plan is not None else []
+        self._composed = plain_keys(items) if plan is not None else None
+        for item in items:
+            if isinstance(item, Grouped):  # as Textual lays out a group
+                with KeyGroup(classes="-compact" if item.compact else ""):
+                    for key, (key_display, _, action, enabled, tooltip) in item.keys:
+                        yield FooterKey(key, key_display, "", action, disabled=not enabled,
+                                        tooltip=tooltip, classes="-grouped",
+                                        ).data_bind(compact=Footer.compact)  # fmt: skip
+                yield FooterLabel(item.description)
+                continue
             key, (key_display, description, action, enabled, tooltip) = item
-            palette = item is plan.palette
+            palette = item is plan.palette if plan is not None else False
             widget = FooterKey(key, key_display, description, action, disabled=not enabled,
                                tooltip=tooltip, classes="-command-palette" if palette else "")  # fmt: skip
             yield widget if palette else widget.data_bind(compact=Footer.compact)
 
-    def _fitted(self, plan: KeyPlan) -> list[Shown]:
+    def _fitted(self, plan: KeyPlan) -> list[Item]:
         return fit(plan, self.size.width or self.app.size.width)
 
     def on_resize(self, event: events.Resize) -> None:
-        plan = self._plan() if self._composed is not None else None
-        if plan is not None and self._keys(self._fitted(plan)) != self._keys(self._composed):
+        plan = self._plan() if self._bindings_ready and self.is_attached else None
+        if plan is not None and signature(self._fitted(plan)) != signature(self._items):
             self.call_after_refresh(self.recompose)
-
-    @staticmethod
-    def _keys(shown: list[Shown] | None) -> list[str]:
-        return [key for key, _ in shown or ()]
 
     @property
     def shown_keys(self) -> list[str]:
-        """What the footer shows, as "key description" (for tests)."""
-        return [f"{k.key_display} {k.description}" for k in self.query_children(FooterKey)]
+        """What the footer shows, as "key description" ("←→ Seek" for a group; for tests)."""
+        return [
+            "".join(shown[1][0] for shown in item.keys) + f" {item.description}"
+            if isinstance(item, Grouped)
+            else f"{item[1][0]} {item[1][1]}"
+            for item in self._items
+        ]
 
     def forget_removed_keys(self) -> int:
         """Drop the watchers of widgets that were removed (the keys of the last compose);
@@ -172,8 +212,9 @@ class Footer(TextualFooter):
         if not self.is_attached:
             return
         planned, composed = self._plan(), self._composed
-        plan = self._fitted(planned) if planned is not None else None
-        if plan is None or composed is None or self._keys(plan) != self._keys(composed):
+        items = self._fitted(planned) if planned is not None else None
+        plan = plain_keys(items) if items is not None else None
+        if plan is None or composed is None or signature(plan) != signature(composed):
             await self.recompose()
             return
         # by type name (the class is private), and with the fields this changes
@@ -191,11 +232,12 @@ class Footer(TextualFooter):
             widget.tooltip = tooltip or None
             width = cell_len(key_display) + cell_len(description)
             widget.refresh(layout=width != cell_len(before[0]) + cell_len(before[1]))
+        self._items = list(plan)
         self._composed = plan
 
-    def _plan(self) -> KeyPlan | None:
-        """The keys `compose` would show for the bindings now active, in order, and the help
-        and the palette's keys; None when some are grouped (laid out otherwise)."""
+    def _plan(self) -> KeyPlan:
+        """The keys `compose` would show for the bindings now active, in order (consecutive
+        ones of a group together, as Textual shows them), and the help and palette keys."""
         app, screen = self.app, self.screen
         active = screen.active_bindings
         first_of: Sequence[str] = getattr(screen, "FOOTER_FIRST", ())
@@ -203,19 +245,25 @@ class Footer(TextualFooter):
         more: Shown | None = None
         for _, (node, binding, enabled, tooltip) in active.items():
             if binding.show:
-                if binding.group is not None:
-                    return None
                 first.setdefault(binding.action, (binding, enabled, tooltip, isinstance(node, App)))
             elif binding.action == HELP_ACTION and more is None and enabled:
                 more = (binding.key, (app.get_key_display(binding), MORE, binding.action, True,
                                       binding.description))  # fmt: skip
-        keys = tuple(
-            (
-                (b.key, (app.get_key_display(b), b.description, b.action, enabled, tooltip or "")),
-                ranks(first_of, b.action, app_key=app_key),
-            )
-            for b, enabled, tooltip, app_key in first.values()
-        )
+        keys: list[tuple[Item, int]] = []
+        for group, entries in groupby(first.values(), lambda entry: entry[0].group):
+            shown = [
+                (
+                    (b.key, (app.get_key_display(b), b.description, b.action, enabled,
+                             tooltip or (b.description if group is not None else ""))),
+                    ranks(first_of, b.action, app_key=app_key),
+                )
+                for b, enabled, tooltip, app_key in entries
+            ]  # fmt: skip
+            if group is not None and len(shown) > 1:
+                grouped = Grouped(group.description, group.compact, tuple(k for k, _ in shown))
+                keys.append((grouped, min(rank for _, rank in shown)))
+            else:
+                keys += shown
         palette: Shown | None = None
         if self.show_command_palette and app.ENABLE_COMMAND_PALETTE:
             found = active.get(app.COMMAND_PALETTE_BINDING)
@@ -223,4 +271,4 @@ class Footer(TextualFooter):
                 _, b, enabled, _ = found
                 tip = b.tooltip or b.description
                 palette = (b.key, (app.get_key_display(b), b.description, b.action, enabled, tip))
-        return KeyPlan(keys, more, palette)
+        return KeyPlan(tuple(keys), more, palette)
