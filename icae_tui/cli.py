@@ -81,6 +81,11 @@ def _print_errors(catalog: Catalog) -> None:
 
 
 def cmd_tasks(args: argparse.Namespace) -> int:
+    if args.action in ("import", "export"):  # another benchmark's tasks: icae_tui/importers
+        from icae_tui.catalog import default_tasks_dir
+        from icae_tui.importers import commands as transfer
+
+        return transfer.run(args, Path(args.tasks) if args.tasks else default_tasks_dir())
     if args.action == "verify":
         return cmd_tasks_verify(args)
     catalog = _catalog(args)
@@ -492,9 +497,15 @@ def parser() -> argparse.ArgumentParser:
 
     sub.add_parser("console", help="open the console (the default)")
     tasks = sub.add_parser("tasks", help="list the tasks and any task errors; or verify them")
-    tasks.add_argument("action", nargs="?", default="list", choices=["list", "verify"],
-                       help="verify: run every case on the live oracle twice")  # fmt: skip
+    tasks.add_argument("action", nargs="?", default="list",
+                       choices=["list", "verify", "import", "export"],
+                       help="verify: run every case on the live oracle twice; import / export "
+                       "icae-eval PATH: an ICAE-EVAL tree into the tasks folder, or its "
+                       "imported tasks back to that layout")  # fmt: skip
     tasks.add_argument("--task", action="append", help="only this task (repeatable)")
+    from icae_tui.importers.commands import add_arguments as add_transfer_arguments
+
+    add_transfer_arguments(tasks)  # import / export's own (icae_tui/importers/commands.py)
 
     images = sub.add_parser("images", help="build images offline")
     images_sub = images.add_subparsers(dest="images_command", required=True, metavar="build")

@@ -1,0 +1,91 @@
+"""`icae tasks import icae-eval PATH` and `icae tasks export icae-eval OUT`: the commands, on
+the `tasks` parser of icae_tui/cli.py (which adds them with `add_arguments` and hands them
+to `run`).
+
+import: every alias of the tree into the tasks folder (`--tasks`, default ./tasks), one line
+per task (its outcome and what its cases are judged against) with its problems below it;
+exit 1 when a task was not imported, 2 when PATH is no ICAE-EVAL tree.
+export: the imported tasks (`--task` names some) as an ICAE-EVAL tree under OUT.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from icae_tui.domain.task import Reference
+from icae_tui.errors import ConfigError
+from icae_tui.importers.icae_eval import ImportReport, Outcome, TaskImport, import_tree
+from icae_tui.importers.icae_export import export_tasks
+from icae_tui.importers.problems import Severity
+from icae_tui.safe_text import printable
+
+ACTIONS = ("import", "export")
+SOURCES = ("icae-eval",)
+_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.NOTE: 2}
+JUDGED = {
+    Reference.ORACLE: "cases differential against its golden repository",
+    Reference.EXPECTED: "cases judged against their stored expected outputs (as ICAE-EVAL)",
+}
+
+
+def add_arguments(tasks: argparse.ArgumentParser) -> None:
+    """import/export's arguments on the `tasks` parser (its `action` takes ACTIONS)."""
+    tasks.add_argument("source", nargs="?", choices=SOURCES,
+                       help="with import or export: the benchmark (icae-eval)")  # fmt: skip
+    tasks.add_argument("path", nargs="?", metavar="PATH",
+                       help="import: the ICAE-EVAL tree; export: the folder to write it to")  # fmt: skip
+    tasks.add_argument("--tests-dir", metavar="DIR",
+                       help="import: the rcb_tests repositories (default PATH/rcb_tests_repos)")  # fmt: skip
+    tasks.add_argument("--golden-dir", metavar="DIR",
+                       help="import: the golden repositories (default PATH/realcode_repos)")  # fmt: skip
+    tasks.add_argument("--base-image", metavar="IMAGE",
+                       help="import: every task's base image (default: ICAE-EVAL's image for "
+                       "its language)")  # fmt: skip
+
+
+def _task_line(task: TaskImport) -> str:
+    head = f"{task.task_id} ({task.alias}): {task.outcome.value}"
+    if task.reference is not None:
+        head += f" · {JUDGED[task.reference]}"
+    return head
+
+
+def print_import(report: ImportReport) -> None:
+    for problem in report.problems:
+        print(printable(str(problem), limit=500))
+    for task in report.tasks:
+        print(printable(_task_line(task), limit=500))
+        for problem in sorted(task.problems, key=lambda p: _ORDER[p.severity]):
+            print("  " + printable(str(problem), limit=500))
+    counts = ", ".join(f"{report.count(o)} {o.value}" for o in Outcome if o is not Outcome.FAILED)
+    print(f"{len(report.tasks)} aliases: {len(report.imported)} imported into {report.into} "
+          f"({counts}), {len(report.failed)} not imported")  # fmt: skip
+
+
+def run(args: argparse.Namespace, tasks_dir: Path) -> int:
+    if args.source is None or args.path is None:
+        print(f"usage: icae tasks {args.action} icae-eval PATH", flush=True)
+        return 2
+    if args.action == "import":
+        try:
+            report = import_tree(
+                Path(args.path), tasks_dir,
+                tests=Path(args.tests_dir) if args.tests_dir else None,
+                golden=Path(args.golden_dir) if args.golden_dir else None,
+                base=args.base_image, only=args.task,
+            )  # fmt: skip
+        except ConfigError as err:
+            print(f"error: {printable(str(err), limit=500)}")
+            return 2
+        print_import(report)
+        has_error = report.failed or any(p.severity is Severity.ERROR for p in report.problems)
+        return 1 if has_error else 0
+    roots = sorted(p for p in tasks_dir.iterdir() if p.is_dir()) if tasks_dir.is_dir() else []
+    if args.task:
+        roots = [tasks_dir / name for name in args.task]
+    exported = export_tasks(roots, Path(args.path))
+    for folder, why in exported.skipped if args.task else []:
+        print(f"skipped {folder}: {why}")
+    print(f"exported {len(exported.exported)} tasks ({exported.files} files) to {exported.out}")
+    return 1 if args.task and exported.skipped else 0

@@ -1,0 +1,182 @@
+"""Imported tasks back to ICAE-EVAL's layout, byte for byte (`icae tasks export icae-eval`).
+
+`source_files` gives one task's files of the tree from the task's own files and what its
+import kept (icae_origin.py): the same function checks each import (a source file it does
+not give back exactly is kept verbatim), so exporting what was imported writes the tree's
+bytes again. The golden repository is `oracle/` copied back; repo_alias.json holds the
+exported tasks' entries in their order.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from icae_tui.importers.icae_contract import without_contract
+from icae_tui.importers.icae_layout import ALIAS_FILE, case_stem
+from icae_tui.importers.icae_origin import ORIGIN_FILE, VERBATIM, GroundSource, IcaeOrigin
+from icae_tui.importers.icae_read import PUBLIC_KEY
+from icae_tui.importers.json_format import ICAE, JsonFormat, dump
+
+TEXT_FOLDERS = ("prd", "user_agent", "cases", "origin")  # what source_files reads of a task
+
+
+def _load(files: Mapping[str, bytes], path: str) -> Any:
+    raw = files.get(path)
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class JsonOut:
+    """A JSON file an export writes: its data, in the format the tree had."""
+
+    data: Any
+    format: JsonFormat
+
+    def bytes(self) -> bytes:
+        return dump(self.data, self.format)
+
+
+def source_objects(files: Mapping[str, bytes], origin: IcaeOrigin) -> dict[str, JsonOut | bytes]:
+    """One task's ICAE-EVAL files (but its golden repository and repo_alias.json), by their
+    path in the layout, from the task's files (by their path in the task folder): a JSON
+    file as its data and format, any other as its bytes."""
+    out: dict[str, JsonOut | bytes] = {}
+    for lo in origin.levels:
+        level = lo.difficulty.level.value
+        data = _load(files, f"user_agent/{level}.json")
+        if isinstance(data, dict):
+            items = list(data.items())
+            if lo.public_at is not None:
+                public = {}
+                for name in lo.public_names:
+                    case = _load(files, f"cases/public/{case_stem(name)}.json")
+                    if case is not None:
+                        public[name] = case
+                items.insert(min(lo.public_at, len(items)), (PUBLIC_KEY, public))
+            out[lo.json_file] = JsonOut(dict(items), lo.json_format)
+        prd = files.get(f"prd/{level}.md")
+        if lo.start_file is not None and prd is not None:
+            out[lo.start_file] = without_contract(prd)
+    ground = files.get("prd/ground.md")
+    if origin.ground is GroundSource.DETAILED and origin.ground_file and ground is not None:
+        out[origin.ground_file] = without_contract(ground)
+    for case_dir in origin.case_dirs:
+        split = case_dir.dir.task_split.value
+        for f in case_dir.files:
+            case = _load(files, f"cases/{split}/{case_stem(f.name)}.json")
+            if case is not None:
+                out[f"{case_dir.folder}/{f.name}"] = JsonOut(case, f.format)
+    for path in origin.verbatim:
+        kept = files.get(VERBATIM + path)
+        if kept is not None:
+            out[path] = kept
+    return out
+
+
+def source_files(files: Mapping[str, bytes], origin: IcaeOrigin) -> dict[str, bytes]:
+    """`source_objects` as the bytes an export writes."""
+    return {
+        path: out.bytes() if isinstance(out, JsonOut) else out
+        for path, out in source_objects(files, origin).items()
+    }
+
+
+def identical(a: Any, b: Any) -> bool:
+    """Two JSON values `json.dumps` writes alike with any one format: equal, of the same
+    types (1 is not 1.0, nor True), their objects' keys in the same order."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(identical(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(identical(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def task_files(root: Path) -> dict[str, bytes]:
+    """The text files of a task folder that `source_files` reads."""
+    out: dict[str, bytes] = {}
+    for folder in TEXT_FOLDERS:
+        for path in sorted((root / folder).rglob("*")):
+            if path.is_file() and not path.is_symlink():
+                out[path.relative_to(root).as_posix()] = path.read_bytes()
+    return out
+
+
+def origin_of(root: Path) -> IcaeOrigin | None:
+    path = root / ORIGIN_FILE
+    if not path.is_file():
+        return None
+    return IcaeOrigin.model_validate_json(path.read_bytes())
+
+
+def alias_file(origins: Iterable[IcaeOrigin]) -> bytes | None:
+    """repo_alias.json of these tasks: their entries, in the order the tree had them."""
+    known = [o for o in origins if o.alias_record is not None]
+    if not known:
+        return None
+    known.sort(key=lambda o: (o.alias_index is None, o.alias_index or 0, o.alias))
+    records = {o.alias: o.alias_record for o in known}
+    return dump(records, known[0].alias_format or ICAE)
+
+
+@dataclass
+class ExportReport:
+    out: Path
+    exported: list[str] = field(default_factory=list)  # aliases
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (task folder, why)
+    files: int = 0
+
+
+def _write(path: Path, data: bytes) -> bool:
+    if path.is_file() and path.read_bytes() == data:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return True
+
+
+def export_tasks(roots: Iterable[Path], out: Path) -> ExportReport:
+    """Write the ICAE-EVAL tree of the imported tasks among `roots` under `out`."""
+    report = ExportReport(out)
+    origins: list[IcaeOrigin] = []
+    for root in roots:
+        if not root.is_dir():
+            report.skipped.append((str(root), "no such task folder"))
+            continue
+        try:
+            origin = origin_of(root)
+        except ValueError as err:
+            report.skipped.append((str(root), f"{ORIGIN_FILE}: {err}"))
+            continue
+        if origin is None:
+            report.skipped.append((str(root), "not imported from ICAE-EVAL"))
+            continue
+        for path, data in source_files(task_files(root), origin).items():
+            report.files += 1
+            _write(out / path, data)
+        oracle = root / "oracle"
+        if origin.golden_folder is not None and oracle.is_dir():
+            for src in sorted(oracle.rglob("*")):
+                if src.is_file() and not src.is_symlink():
+                    dst = out / origin.golden_folder / src.relative_to(oracle)
+                    report.files += 1
+                    if _write(dst, src.read_bytes()):
+                        shutil.copymode(src, dst)
+        origins.append(origin)
+        report.exported.append(origin.alias)
+    aliases = alias_file(origins)
+    if aliases is not None:
+        report.files += 1
+        _write(out / ALIAS_FILE, aliases)
+    return report

@@ -1,0 +1,345 @@
+"""Reading one alias of an ICAE-EVAL tree: its three levels, PRDs, cases, golden repository
+and repo_alias.json entry, with every problem found named by file and field.
+
+A problem is an ERROR when the task cannot be imported as it is (a level missing, a file that
+is not JSON, data the task format refuses, no hidden cases), a WARNING when it can but the
+data is odd (a stored expected output that is not a string: kept as the JSON text ICAE-EVAL
+compares it as; a record that serves a public case file the task lacks), a NOTE for how it
+was imported. Records copied between tasks need the whole tree: icae_copies.py.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from icae_tui.domain.task import CaseFile, UserAgentData
+from icae_tui.importers.icae_layout import (
+    ALIAS_FILE,
+    HARNESS,
+    CaseDir,
+    Difficulty,
+    Layout,
+    case_dir_path,
+    detailed_path,
+    prd_json_path,
+    start_path,
+)
+from icae_tui.importers.json_format import JsonFormat, detect, parse
+from icae_tui.importers.problems import Problem, Severity, field_path
+
+PUBLIC_KEY = "public_test_cases"
+TC_PREFIX = "TC_"
+MAX_ERRORS_PER_FILE = 5  # of one model's validation errors, the rest counted
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: str  # in the ICAE-EVAL layout (what an export writes)
+    shown: str  # how problems name it
+    raw: bytes
+
+
+@dataclass
+class LevelData:
+    difficulty: Difficulty
+    json: SourceFile
+    data: dict[str, Any]  # the file's object, in its key order
+    start: SourceFile | None
+
+
+@dataclass
+class CaseFileData:
+    name: str  # e.g. feature1_x.json
+    source: SourceFile | None  # None: a prd_json level's public_test_cases entry
+    data: dict[str, Any]  # as imported: a non-string expected output as its JSON text
+    original: Any = None  # the file's JSON as it is (when `source`)
+
+
+class PublicSource(StrEnum):
+    RCB = "rcb_tests"  # the authoritative rcb_tests/public_test_cases
+    PRD_JSON = "prd_json"  # a level's public_test_cases
+
+
+@dataclass
+class AliasIndex:
+    """repo_alias.json: each alias's entry and its place."""
+
+    records: dict[str, dict[str, Any]] = field(default_factory=dict)
+    order: dict[str, int] = field(default_factory=dict)
+    format: JsonFormat | None = None
+    problems: list[Problem] = field(default_factory=list)
+
+    @classmethod
+    def read(cls, layout: Layout) -> AliasIndex:
+        path = layout.tree / ALIAS_FILE
+        index = cls()
+        if not path.is_file():
+            index.problems.append(Problem(Severity.WARNING, ALIAS_FILE, "",
+                                          "missing: no task's language or size is known"))  # fmt: skip
+            return index
+        raw = path.read_bytes()
+        try:
+            data = parse(raw)
+        except ValueError as err:
+            index.problems.append(Problem(Severity.WARNING, ALIAS_FILE, "",
+                                          f"{err}: no task's language or size is known"))  # fmt: skip
+            return index
+        if not isinstance(data, dict):
+            index.problems.append(Problem(Severity.WARNING, ALIAS_FILE, "", "not a JSON object"))
+            return index
+        index.format = detect(raw, data)
+        for i, (alias, record) in enumerate(data.items()):
+            if isinstance(record, dict):
+                index.records[alias] = record
+                index.order[alias] = i
+        return index
+
+
+@dataclass
+class AliasData:
+    alias: str
+    folder: str  # its repositories' folder under rcb_tests_repos/, realcode_repos/ (its key)
+    record: dict[str, Any] | None
+    levels: dict[Difficulty, LevelData] = field(default_factory=dict)
+    detailed: SourceFile | None = None
+    case_dirs: dict[CaseDir, list[CaseFileData]] = field(default_factory=dict)
+    public: list[CaseFileData] = field(default_factory=list)
+    public_from: PublicSource | None = None
+    golden: Path | None = None  # the golden repository (runnable or not)
+    golden_runs: bool = False  # it holds rcb_tests/test.sh
+    problems: list[Problem] = field(default_factory=list)
+
+    def add(self, severity: Severity, file: str, field_name: str, message: str) -> None:
+        self.problems.append(Problem(severity, file, field_name, message))
+
+
+def _source(layout: Layout, path: Path, icae_path: str) -> SourceFile:
+    return SourceFile(icae_path, layout.shown(path), path.read_bytes())
+
+
+def _validation(err: ValidationError, prefix: str = "") -> list[tuple[str, str]]:
+    found = [(field_path(tuple(e["loc"]), prefix), e["msg"]) for e in err.errors()]
+    if len(found) > MAX_ERRORS_PER_FILE:
+        more = len(found) - MAX_ERRORS_PER_FILE
+        found = found[:MAX_ERRORS_PER_FILE] + [(prefix, f"and {more} more errors")]
+    return found
+
+
+AddProblem = Callable[[Severity, str, str, str], None]
+
+
+def check_case_file(
+    data: Any, add: AddProblem, file: str, prefix: str = ""
+) -> dict[str, Any] | None:
+    """The case file as imported (a non-string expected output as the JSON text ICAE-EVAL
+    compares it as), or None when the task format cannot take it; `add(severity, file,
+    field, message)` hears of every problem."""
+    if not isinstance(data, dict):
+        add(Severity.ERROR, file, prefix, "not a JSON object ({description, cases})")
+        return None
+    cases = data.get("cases")
+    if not isinstance(cases, list) or not cases:
+        add(Severity.ERROR, file, field_path(("cases",), prefix), "no cases (a non-empty list)")
+        return None
+    fixed = data
+    for i, case in enumerate(cases):
+        where = field_path(("cases", i, "expected_output"), prefix)
+        if not isinstance(case, dict):
+            continue  # the model below names it
+        if "expected_output" not in case:
+            add(Severity.WARNING, file, where, "missing: scored against '', as ICAE-EVAL does")
+        elif not isinstance(case["expected_output"], str):
+            value = case["expected_output"]
+            text = json.dumps(value)
+            add(Severity.WARNING, file, where,
+                f"not a string ({type(value).__name__}): scored as its JSON text "
+                f"{text[:40]!r}, as ICAE-EVAL scores it")  # fmt: skip
+            if fixed is data:
+                fixed = copy.deepcopy(data)
+            fixed["cases"][i]["expected_output"] = text
+        if "input" not in case:
+            add(Severity.WARNING, file, field_path(("cases", i, "input"), prefix),
+                "missing: the case's stdin is null")  # fmt: skip
+    try:
+        CaseFile.model_validate(fixed)
+    except ValidationError as err:
+        for where, message in _validation(err, prefix):
+            add(Severity.ERROR, file, where, message)
+        return None
+    return fixed
+
+
+def _read_level(layout: Layout, out: AliasData, difficulty: Difficulty) -> None:
+    alias, level = out.alias, difficulty.level.value
+    rel = prd_json_path(alias, difficulty)
+    path = layout.tree / rel
+    if not path.is_file():
+        out.add(Severity.ERROR, rel, "",
+                f"missing: the {difficulty.value} level ({level}) has no user-agent data")  # fmt: skip
+        return
+    source = _source(layout, path, rel)
+    try:
+        data = parse(source.raw)
+    except ValueError as err:
+        out.add(Severity.ERROR, source.shown, "", str(err))
+        return
+    if not isinstance(data, dict):
+        out.add(Severity.ERROR, source.shown, "", "not a JSON object ({fuzzy_prd, oracle_data})")
+        return
+    ok = True
+    if not isinstance(data.get("fuzzy_prd"), str):
+        out.add(Severity.ERROR, source.shown, "fuzzy_prd", "missing or not a string")
+        ok = False
+    try:
+        UserAgentData.model_validate(data)
+    except ValidationError as err:
+        for where, message in _validation(err):
+            out.add(Severity.ERROR, source.shown, where, message)
+        ok = False
+    public = data.get(PUBLIC_KEY)
+    if public is not None and not isinstance(public, dict):
+        out.add(Severity.ERROR, source.shown, PUBLIC_KEY, "not an object of case files")
+        ok = False
+    elif isinstance(public, dict):
+        for name, content in public.items():
+            prefix = f"{PUBLIC_KEY}[{json.dumps(name, ensure_ascii=False)}]"
+            if check_case_file(content, out.add, source.shown, prefix) is None:
+                ok = False
+    start_rel = start_path(alias, difficulty)
+    start = layout.tree / start_rel
+    start_file = _source(layout, start, start_rel) if start.is_file() else None
+    if start_file is None:
+        out.add(Severity.WARNING, start_rel, "",
+                f"missing: the {level} PRD is the level's fuzzy_prd under ICAE's header, as "
+                "tools/write_fuzzy_prds.py writes start.md")  # fmt: skip
+    if ok:
+        out.levels[difficulty] = LevelData(difficulty, source, data, start_file)
+
+
+def _read_case_dirs(layout: Layout, out: AliasData) -> None:
+    root = layout.case_root(out.folder)
+    shown = layout.shown(root)
+    if not root.is_dir():
+        out.add(Severity.ERROR, shown, "",
+                "missing: no hidden cases (ICAE-EVAL's authoritative rcb_tests)")  # fmt: skip
+        return
+    for case_dir in CaseDir:
+        folder = root / case_dir.value
+        if not folder.is_dir():
+            if case_dir is CaseDir.NATIVE:
+                out.add(Severity.ERROR, layout.shown(folder), "", "missing: no hidden cases")
+            elif case_dir is CaseDir.ENHANCED:
+                out.add(Severity.NOTE, layout.shown(folder), "", "missing: no enhanced cases")
+            continue
+        files: list[CaseFileData] = []
+        for path in sorted(p for p in folder.glob("*.json") if p.is_file()):
+            source = _source(layout, path, f"{case_dir_path(out.folder, case_dir)}/{path.name}")
+            try:
+                data = parse(source.raw)
+            except ValueError as err:
+                out.add(Severity.ERROR, source.shown, "", str(err))
+                continue
+            fixed = check_case_file(data, out.add, source.shown)
+            if fixed is not None:
+                files.append(CaseFileData(path.name, source, fixed, data))
+        if case_dir is CaseDir.NATIVE and not files and not list(folder.glob("*.json")):
+            out.add(Severity.ERROR, layout.shown(folder), "", "no hidden cases (no *.json)")
+        out.case_dirs[case_dir] = files
+
+
+def _choose_public(out: AliasData) -> None:
+    """The authoritative public cases; each level's public_test_cases are its PRD's
+    examples, which should be the same files."""
+    levels = [out.levels[d] for d in Difficulty if d in out.levels]
+    rcb = out.case_dirs.get(CaseDir.PUBLIC)
+    if rcb is not None:
+        out.public, out.public_from = rcb, PublicSource.RCB
+        authoritative = {f.name: f.data for f in rcb}
+        for level in levels:
+            given = level.data.get(PUBLIC_KEY)
+            if not isinstance(given, dict):
+                continue
+            for name, content in given.items():
+                if authoritative.get(name) != content:
+                    why = "is not among" if name not in authoritative else "differs from"
+                    out.add(Severity.WARNING, level.json.shown,
+                            f"{PUBLIC_KEY}[{json.dumps(name, ensure_ascii=False)}]",
+                            f"{why} the authoritative rcb_tests/{CaseDir.PUBLIC.value}: "
+                            "the public cases scored are the authoritative ones")  # fmt: skip
+        return
+    for level in levels:
+        given = level.data.get(PUBLIC_KEY)
+        if isinstance(given, dict) and given:
+            fixed = [check_case_file(c, lambda *_: None, "") for c in given.values()]
+            out.public = [
+                CaseFileData(name, None, data)
+                for name, data in zip(given, fixed, strict=True)
+                if data is not None
+            ]
+            out.public_from = PublicSource.PRD_JSON
+            out.add(Severity.NOTE, level.json.shown, PUBLIC_KEY,
+                    f"no rcb_tests/{CaseDir.PUBLIC.value}: the public cases are these")  # fmt: skip
+            return
+
+
+def _check_fixtures(out: AliasData) -> None:
+    """A `TC_<stem>` record serves the public case file <stem>.json: the file must exist."""
+    names = {f.name for f in out.public}
+    for level in out.levels.values():
+        records = level.data.get("oracle_data", {}).get("hidden_constraints", [])
+        for i, record in enumerate(records):
+            rid = record.get("constraint_id", "") if isinstance(record, dict) else ""
+            if isinstance(rid, str) and rid.startswith(TC_PREFIX):
+                name = rid[len(TC_PREFIX) :] + ".json"
+                if name not in names:
+                    out.add(Severity.WARNING, level.json.shown,
+                            f"oracle_data.hidden_constraints[{i}]",
+                            f"missing fixture: {rid} serves the public case file {name}, "
+                            "which the task does not have")  # fmt: skip
+
+
+def _find_golden(layout: Layout, out: AliasData) -> None:
+    repo = layout.golden_repo(out.folder)
+    shown = layout.shown(repo)
+    if not repo.is_dir():
+        out.add(Severity.NOTE, shown, "",
+                "no golden repository: cases are judged against their stored expected "
+                "outputs, as ICAE-EVAL scores them")  # fmt: skip
+        return
+    out.golden = repo
+    out.golden_runs = (repo / HARNESS).is_file()
+    if out.golden_runs:
+        out.add(Severity.NOTE, shown, "", "cases are differential against this golden repository")
+    else:
+        out.add(Severity.WARNING, shown, "",
+                f"the golden repository has no {HARNESS} (ICAE's protocol) to run cases "
+                "through: they are judged against their stored expected outputs")  # fmt: skip
+
+
+def read_alias(layout: Layout, alias: str, index: AliasIndex) -> AliasData:
+    record = index.records.get(alias)
+    key = record.get("key") if record else None
+    folder = key if isinstance(key, str) and key and "/" not in key and key != ".." else alias
+    out = AliasData(alias=alias, folder=folder, record=record)
+    if record is None:
+        out.add(Severity.WARNING, ALIAS_FILE, "",
+                f"no entry for {alias}: its language and size are unknown, its repositories "
+                f"are looked up as {alias}")  # fmt: skip
+    for difficulty in Difficulty:
+        _read_level(layout, out, difficulty)
+    detailed = layout.tree / detailed_path(alias)
+    if detailed.is_file():
+        out.detailed = _source(layout, detailed, detailed_path(alias))
+    _read_case_dirs(layout, out)
+    _choose_public(out)
+    _check_fixtures(out)
+    _find_golden(layout, out)
+    return out
