@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from icae_tui.domain.runtimes import runtime_problem
 from icae_tui.domain.solution import Solution
 from icae_tui.domain.task import (
     CaseFile,
@@ -87,7 +88,10 @@ def load_spec(root: Path) -> TaskSpec:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as err:
         raise TaskError(path, f"invalid TOML: {err}") from None
-    return _validate(TaskSpec, data, path)
+    spec = _validate(TaskSpec, data, path)
+    if (problem := runtime_problem(spec)) is not None:  # reported now, not as a failed run
+        raise TaskError(path, f"field '{problem[0]}': {problem[1]}")
+    return spec
 
 
 def load_solution(path: Path) -> Solution:

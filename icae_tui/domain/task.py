@@ -7,6 +7,7 @@ A task folder holds `task.toml` (TaskSpec), `prd/<level>.md`, `user_agent/<level
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -38,6 +39,21 @@ class Strict(BaseModel):
 class ImageRecipe(Strict):
     base: str = "icae-base:bookworm"
     setup: list[str] = Field(default_factory=list, description="run as root while building")
+    # The language runtime (domain/runtimes.py): on the Debian base the task's `language`
+    # picks its recipe unless `runtime` names one ("none": no runtime layer).
+    runtime: str | None = Field(default=None, pattern=r"^[A-Za-z0-9+#._-]{1,32}$")
+    packages: list[str] = Field(
+        default_factory=list,
+        description="more Debian packages for the runtime layer (installed at image build)",
+    )
+
+    @field_validator("packages")
+    @classmethod
+    def _debian_names(cls, packages: list[str]) -> list[str]:
+        for name in packages:
+            if not re.fullmatch(r"[a-z0-9][a-z0-9+.-]{1,62}", name):
+                raise ValueError(f"not a Debian package name: {name!r}")
+        return packages
 
 
 class Interface(Strict):

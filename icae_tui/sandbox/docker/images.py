@@ -2,7 +2,12 @@
 
 - base (`icae-base:bookworm`): `debootstrap --variant=minbase --include=python3 bookworm`,
   imported with the engine's `images/create?fromSrc=-`. Built only when missing.
-- agent image: base + the task's setup lines + an empty workspace. No oracle, no cases.
+- runtime image (`icae-runtime:<hash of base image id and packages>`): the base + the Debian
+  packages of the task's language runtime (domain/runtimes.py), installed with apt-get in a
+  build container that reaches the Debian mirror (the engine's bridge network) during that
+  build only. Built once per recipe and shared by every task with the same one; a task whose
+  runtime the base already has (python) or whose base brings its own uses the base as it is.
+- agent image: runtime + the task's setup lines + an empty workspace. No oracle, no cases.
 - oracle image: agent image + `oracle/` at the oracle path + install lines + the tool wrapper.
   A task with no oracle (its cases judged against their expected outputs) has none: its
   `TaskImages.oracle` is the agent image.
@@ -22,8 +27,9 @@ from pathlib import Path
 
 import aiodocker
 
+from icae_tui.domain.runtimes import Runtime, runtime_of
 from icae_tui.domain.task import Task
-from icae_tui.errors import ImageBuildError
+from icae_tui.errors import ConfigError, ImageBuildError
 from icae_tui.sandbox.base import Limits, ProgressFn, Role, TaskImages, wrapper_script
 from icae_tui.sandbox.capture import Digest
 from icae_tui.sandbox.docker.containers import Container, create_container
@@ -34,6 +40,14 @@ BASE_IMAGE = "icae-base:bookworm"
 DEBIAN_MIRROR = os.environ.get("ICAE_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 # A task's image setup (our recipe, not an agent's work) is not held to a box's disk limit.
 IMAGE_BUILD = Limits(disk_bytes=None)
+RUNTIME_REPO = "icae-runtime"
+# apt-get and dpkg unpacking a JDK or a Rust toolchain need more than a box gets.
+RUNTIME_BUILD = Limits(
+    memory_bytes=2 * 1024**3, pids=4096, nano_cpus=2_000_000_000, ttl_s=7200,
+    file_bytes=2 * 1024**3, disk_bytes=None,
+)  # fmt: skip
+RUNTIME_STEP_TIMEOUT_S = 1800.0
+
 
 async def image_exists(docker: aiodocker.Docker, name: str) -> bool:
     try:
@@ -112,7 +126,8 @@ def _hash_tree(h: Digest, root: Path) -> None:
 def recipe_hash(task: Task, base_id: str, role: Role) -> str:
     h = hashlib.sha256()
     h.update(f"{role}\0{base_id}\0".encode())
-    h.update(task.spec.image.model_dump_json().encode())
+    # the runtime and its packages are in base_id (the runtime image's own id)
+    h.update(task.spec.image.model_dump_json(exclude={"runtime", "packages"}).encode())
     h.update(task.spec.delivery.workspace.encode())
     h.update(task.spec.cases.workdir.encode())
     if role == Role.ORACLE and task.spec.oracle is not None:
@@ -137,10 +152,75 @@ async def _commit(c: Container, name: str, task: Task, role: str) -> str:
     return name
 
 
+def runtime_image_name(base_id: str, runtime: Runtime) -> str:
+    """Named by what is in it: the base image and the packages (in any order)."""
+    packages = sorted(set(runtime.packages))
+    h = hashlib.sha256("\0".join([base_id, *packages]).encode()).hexdigest()[:16]
+    return f"{RUNTIME_REPO}:{h}"
+
+
+def apt_install_line(packages: tuple[str, ...]) -> str:
+    names = " ".join(shlex.quote(p) for p in sorted(set(packages)))
+    return (
+        "apt-get update -q && apt-get install -y -q --no-install-recommends "
+        f"{names} && apt-get clean && rm -rf /var/lib/apt/lists/*"
+    )
+
+
+async def ensure_runtime_image(
+    docker: aiodocker.Docker,
+    base: str,
+    runtime: Runtime,
+    progress: ProgressFn = lambda _m: None,
+    *,
+    run_id: str = "image-build",
+) -> str:
+    """`base` with the runtime's Debian packages installed; built only when missing. The
+    build container has the bridge network (the Debian mirror) for this build only; every
+    box made from the image runs with network none."""
+    base_id = (await docker.images.inspect(base))["Id"]
+    name = runtime_image_name(base_id, runtime)
+    if await image_exists(docker, name):
+        return name
+    what = f"runtime {runtime.name} ({' '.join(runtime.packages)})"
+    progress(f"installing {what} into {name}; this happens once per recipe")
+    c = await create_container(
+        docker, base, run_id=run_id, role="build", hardened=False,
+        limits=RUNTIME_BUILD, network="bridge",
+    )  # fmt: skip
+    try:
+        env = {"DEBIAN_FRONTEND": "noninteractive"}
+        for line in (apt_install_line(runtime.packages), runtime.probe):
+            progress(f"{name}: $ {line}")
+            res = await c.exec(line, timeout_s=RUNTIME_STEP_TIMEOUT_S, env=env)
+            if res.exit_code != 0:
+                tail = (res.stderr_tail or res.stderr or res.stdout_tail or res.stdout)[-1500:]
+                why = "timed out" if res.timed_out else f"exited {res.exit_code}"
+                raise ImageBuildError(
+                    f"{what}: `{line[:200]}` {why} (is the Debian mirror {DEBIAN_MIRROR} "
+                    "reachable from the engine's bridge network?):\n"
+                    + tail.decode("utf-8", errors="replace").strip()
+                )
+        repo, tag = name.split(":", 1)
+        labels = {LABEL_TOOL: TOOL_NAME, "icae.role": "runtime", "icae.runtime": runtime.name,
+                  "icae.runtime.packages": " ".join(sorted(set(runtime.packages)))}  # fmt: skip
+        await c.commit(repo, tag, labels)
+    finally:
+        await c.remove()
+    progress(f"runtime {runtime.name} ready: {name}")
+    return name
+
+
 async def ensure_task_images(
     docker: aiodocker.Docker, task: Task, progress: ProgressFn = lambda _m: None
 ) -> TaskImages:
     base = await ensure_base_image(docker, progress, name=task.spec.image.base)
+    try:
+        runtime = runtime_of(task.spec)
+    except ValueError as err:
+        raise ConfigError(f"{Path(task.root) / 'task.toml'}: {err}") from None
+    if runtime is not None:
+        base = await ensure_runtime_image(docker, base, runtime, progress)
     base_id = (await docker.images.inspect(base))["Id"]
     agent = f"icae-agent-{task.id}:{recipe_hash(task, base_id, Role.AGENT)}"
     if not await image_exists(docker, agent):
