@@ -10,9 +10,8 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Static
-from textual.widgets._footer import FooterKey
 
-from icae_tui.ui.widgets.footer import MORE, WATCHERS, Footer, KeyPlan, fit
+from icae_tui.ui.widgets.footer import MORE, WATCHERS, Footer, FooterKey, KeyPlan, fit
 
 MODES = ("one", "two", "three")
 

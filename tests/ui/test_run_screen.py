@@ -10,7 +10,6 @@ import asyncio
 from textual.geometry import Region
 from textual.widget import Widget
 from textual.widgets import Static
-from textual.widgets._footer import FooterKey
 
 from icae_tui.catalog import Catalog
 from icae_tui.display.sources import LiveSource, ReplaySource
@@ -28,7 +27,7 @@ from icae_tui.ui.app import IcaeApp
 from icae_tui.ui.screens.dialogs import CaseDetailScreen, ConfirmScreen
 from icae_tui.ui.screens.run import RunScreen
 from icae_tui.ui.screens.task_list import TaskListScreen
-from icae_tui.ui.widgets.footer import MORE, Footer
+from icae_tui.ui.widgets.footer import MORE, Footer, FooterKey
 from icae_tui.ui.widgets.trace import LINE_LIMIT, WRAP_INDENT
 from tests.polling import eventually
 

@@ -19,7 +19,8 @@ When the keys do not all fit, the most important ones are shown, in their order,
 the key to the help screen ("? All keys"), which lists them all; the command palette's key
 stays on the right. What is most important: the keys whose actions the screen names in its
 `FOOTER_FIRST` (in that order), then the others in their order, the app's own keys last.
-A resize fits them again.
+A resize fits them again. Its key widgets are its own (FooterKey, KeyGroup, FooterLabel:
+Textual's are in a private module), drawn and named as Textual's, so the same styles apply.
 """
 
 from __future__ import annotations
@@ -27,18 +28,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import groupby
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from rich.cells import cell_len
+from rich.text import Text
 from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.containers import HorizontalGroup
+from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer as TextualFooter
-from textual.widgets._footer import FooterKey, FooterLabel, KeyGroup
+from textual.widgets import Label
 
-__all__ = ["MORE", "Footer", "Grouped", "KeyPlan", "fit"]
+__all__ = ["MORE", "Footer", "FooterKey", "Grouped", "KeyPlan", "fit"]
 
 HELP_ACTION = "help"  # the app's: the help screen lists every key of the screen
 MORE = "All keys"  # what the help key says when some keys are left out
@@ -52,6 +56,106 @@ def removed(owner: object) -> bool:
 
 
 WATCHERS = "__watchers"  # where Textual keeps the watchers of an object's reactives
+
+# --- the footer's widgets ---------------------------------------------------------------------
+# Textual's own (FooterKey, KeyGroup, FooterLabel) live in a private module: these draw the
+# same, and carry the same type names, so the footer's styles (Textual's and the theme's)
+# apply to them as they do to Textual's.
+
+
+class FooterKey(Widget):
+    """One key and what it does; a click presses the key."""
+
+    ALLOW_SELECT = False
+    COMPONENT_CLASSES = {"footer-key--key", "footer-key--description"}
+    DEFAULT_CSS = """
+    FooterKey {
+        width: auto;
+        height: 1;
+        text-wrap: nowrap;
+        background: $footer-item-background;
+        .footer-key--key {
+            color: $footer-key-foreground;
+            background: $footer-key-background;
+            text-style: bold;
+            padding: 0 1;
+        }
+        .footer-key--description {
+            padding: 0 1 0 0;
+            color: $footer-description-foreground;
+            background: $footer-description-background;
+        }
+        &:hover {
+            pointer: pointer;
+            color: $footer-key-foreground;
+            background: $block-hover-background;
+        }
+        &.-disabled {
+            text-style: dim;
+        }
+        &.-compact {
+            .footer-key--key {
+                padding: 0;
+            }
+            .footer-key--description {
+                padding: 0 0 0 1;
+            }
+        }
+    }
+    """
+
+    compact = reactive(True)
+
+    def __init__(self, key: str, key_display: str, description: str, action: str, *,
+                 disabled: bool = False, tooltip: str = "", classes: str = "") -> None:  # fmt: skip
+        self.key, self.key_display, self.description, self.action = (
+            key, key_display, description, action,
+        )  # fmt: skip
+        self.off = disabled  # shown dimmed, and a click only rings the bell
+        super().__init__(classes=f"{classes} -disabled" if disabled else classes)
+        self.set_reactive(Widget.shrink, False)
+        if tooltip:
+            self.tooltip = tooltip
+
+    def render(self) -> Text:
+        key_style = self.get_component_rich_style("footer-key--key")
+        description_style = self.get_component_rich_style("footer-key--description")
+        key_pad = self.get_component_styles("footer-key--key").padding
+        description_pad = self.get_component_styles("footer-key--description").padding
+        key = " " * key_pad.left + self.key_display + " " * key_pad.right
+        if not self.description:
+            label = Text.assemble((self.key_display, key_style))  # spans, as below
+        else:
+            description = (
+                " " * description_pad.left + self.description + " " * description_pad.right
+            )
+            label = Text.assemble((key, key_style), (description, description_style))
+        label.stylize_before(self.rich_style)
+        return label
+
+    def on_mouse_down(self) -> None:
+        if self.off:
+            self.app.bell()
+        else:
+            self.app.simulate_key(self.key)
+
+    def watch_compact(self, compact: bool) -> None:
+        self.set_class(compact, "-compact")
+
+
+class KeyGroup(HorizontalGroup):
+    """The keys of one binding group."""
+
+    DEFAULT_CSS = """
+    KeyGroup {
+        width: auto;
+    }
+    """
+
+
+class FooterLabel(Label):
+    """A binding group's description, after its keys."""
+
 
 # One key shown: (key, what it shows: key display, description, action, enabled, tooltip).
 Shown = tuple[str, tuple[str, str, str, bool, str]]
@@ -131,16 +235,6 @@ def ranks(first: Sequence[str], action: str, *, app_key: bool) -> int:
     return len(first) + (1 if app_key else 0)
 
 
-@runtime_checkable
-class KeyFields(Protocol):
-    """What this footer changes in place on Textual's `FooterKey` (a private class)."""
-
-    key: str
-    key_display: str
-    description: str
-    action: str
-
-
 class Footer(TextualFooter):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -217,8 +311,7 @@ class Footer(TextualFooter):
         if plan is None or composed is None or signature(plan) != signature(composed):
             await self.recompose()
             return
-        # by type name (the class is private), and with the fields this changes
-        keys = [k for k in self.query_children("FooterKey") if isinstance(k, KeyFields)]
+        keys = list(self.query_children(FooterKey))
         if len(keys) != len(plan):
             await self.recompose()
             return
@@ -228,7 +321,8 @@ class Footer(TextualFooter):
             key_display, description, action, enabled, tooltip = shown
             widget.key, widget.key_display, widget.description = key, key_display, description
             widget.action = action
-            widget.disabled = not enabled
+            widget.off = not enabled
+            widget.set_class(not enabled, "-disabled")
             widget.tooltip = tooltip or None
             width = cell_len(key_display) + cell_len(description)
             widget.refresh(layout=width != cell_len(before[0]) + cell_len(before[1]))
