@@ -319,9 +319,10 @@ def _find_golden(layout: Layout, out: AliasData) -> None:
     if out.golden_runs:
         out.add(Severity.NOTE, shown, "", "cases are differential against this golden repository")
     else:
-        out.add(Severity.WARNING, shown, "",
-                f"the golden repository has no {HARNESS} (ICAE's protocol) to run cases "
-                "through: they are judged against their stored expected outputs")  # fmt: skip
+        out.add(Severity.NOTE, shown, "",
+                f"the golden repository holds no {HARNESS} (ICAE's protocol) to run cases "
+                "through: they are judged against their stored expected outputs (its files "
+                "are kept in oracle/ for an export)")  # fmt: skip
 
 
 def read_alias(layout: Layout, alias: str, index: AliasIndex) -> AliasData:

@@ -227,8 +227,8 @@ def test_a_golden_repository_without_the_protocols_harness_cannot_be_the_oracle(
     (tree / "realcode_repos/acme__wordtool/rcb_tests/test.sh").unlink()
     task = _by_alias(_import(tree, tmp_path / "tasks"))["realcode@101"]
     assert task.outcome is Outcome.CREATED and task.reference is Reference.EXPECTED
-    assert _has(task.problems, Severity.WARNING, "realcode_repos/acme__wordtool", "",
-                "has no rcb_tests/test.sh")  # fmt: skip
+    assert _has(task.problems, Severity.NOTE, "realcode_repos/acme__wordtool", "",
+                "holds no rcb_tests/test.sh")  # fmt: skip
     loaded = load_catalog(tmp_path / "tasks").tasks["realcode-101"]
     assert loaded.spec.oracle is None  # its files are kept (an export gives them back)
     assert (tmp_path / "tasks/realcode-101/oracle/tool.py").is_file()
