@@ -1,5 +1,5 @@
 """Records copied from another task: a level whose task-specific records (or whose PRD) are
-another alias's, word for word. Such a level would have the simulated user reveal another
+another alias's, word for word (texts of at least MIN_CHARS). Such a level would have the simulated user reveal another
 task's constraints, so its task is not imported; the first alias (in ICAE's order) that has
 the text keeps it. Generic records (ARCH…, HARNESS…, TC_…) are the same in every task by
 design and are not compared."""
@@ -16,6 +16,9 @@ from icae_tui.importers.problems import Problem, Severity
 
 GENERIC = ("ARCH", "HARNESS", "TC_")
 SHOWN_PER_FILE = 3  # copied records named per level file, the rest counted
+# A text shorter than this may be the same in two tasks by chance ("Output JSON."): only a
+# longer one, repeated word for word, is taken for a copy.
+MIN_CHARS = 60
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,7 @@ def _records(data: dict[str, Any]) -> list[tuple[int, str, str]]:
             continue
         rid, response = r.get("constraint_id"), r.get("oracle_response")
         task_record = isinstance(rid, str) and not rid.startswith(GENERIC)
-        if task_record and isinstance(response, str) and response.strip():
+        if task_record and isinstance(response, str) and len(response.strip()) >= MIN_CHARS:
             out.append((i, str(rid), response))
     return out
 
@@ -55,7 +58,7 @@ def copied_records(levels: Iterable[LevelText]) -> dict[str, list[Problem]]:
     for level in levels:
         copies: list[tuple[str, str]] = []  # (field, message)
         prd = level.data.get("fuzzy_prd")
-        if isinstance(prd, str) and prd.strip():
+        if isinstance(prd, str) and len(prd.strip()) >= MIN_CHARS:
             key = "prd:" + _digest(prd)
             owner = owners.setdefault(key, (level.alias, level.file, "fuzzy_prd"))
             if owner[0] != level.alias:

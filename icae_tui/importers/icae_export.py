@@ -138,6 +138,14 @@ class ExportReport:
     files: int = 0
 
 
+def _inside(out: Path, rel: str) -> Path | None:
+    """`out / rel`, when it stays inside `out` (an origin record names only layout paths)."""
+    path = out / rel
+    if rel.startswith("/") or ".." in Path(rel).parts:
+        return None
+    return path
+
+
 def _write(path: Path, data: bytes) -> bool:
     if path.is_file() and path.read_bytes() == data:
         return False
@@ -162,14 +170,23 @@ def export_tasks(roots: Iterable[Path], out: Path) -> ExportReport:
         if origin is None:
             report.skipped.append((str(root), "not imported from ICAE-EVAL"))
             continue
-        for path, data in source_files(task_files(root), origin).items():
+        written = source_files(task_files(root), origin)
+        golden = _inside(out, origin.golden_folder) if origin.golden_folder else None
+        outside = [p for p in written if _inside(out, p) is None]
+        if origin.golden_folder and golden is None:
+            outside.append(origin.golden_folder)
+        if outside:
+            report.skipped.append((str(root), f"{ORIGIN_FILE}: a path outside the layout: "
+                                   f"{outside[0]}"))  # fmt: skip
+            continue
+        for path, data in written.items():
             report.files += 1
             _write(out / path, data)
         oracle = root / "oracle"
-        if origin.golden_folder is not None and oracle.is_dir():
+        if golden is not None and oracle.is_dir():
             for src in sorted(oracle.rglob("*")):
                 if src.is_file() and not src.is_symlink():
-                    dst = out / origin.golden_folder / src.relative_to(oracle)
+                    dst = golden / src.relative_to(oracle)
                     report.files += 1
                     if _write(dst, src.read_bytes()):
                         shutil.copymode(src, dst)

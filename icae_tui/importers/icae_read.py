@@ -136,6 +136,11 @@ def _validation(err: ValidationError, prefix: str = "") -> list[tuple[str, str]]
 AddProblem = Callable[[Severity, str, str, str], None]
 
 
+def plain_name(name: str) -> bool:
+    """A case file's name that stays a file in its folder wherever it is written."""
+    return bool(name) and not name.startswith(".") and not set(name) & {"/", "\\", "\0"}
+
+
 def check_case_file(
     data: Any, add: AddProblem, file: str, prefix: str = ""
 ) -> dict[str, Any] | None:
@@ -211,7 +216,11 @@ def _read_level(layout: Layout, out: AliasData, difficulty: Difficulty) -> None:
     elif isinstance(public, dict):
         for name, content in public.items():
             prefix = f"{PUBLIC_KEY}[{json.dumps(name, ensure_ascii=False)}]"
-            if check_case_file(content, out.add, source.shown, prefix) is None:
+            if not plain_name(name):
+                out.add(Severity.ERROR, source.shown, prefix,
+                        "not a plain file name (no folder, no leading dot)")  # fmt: skip
+                ok = False
+            elif check_case_file(content, out.add, source.shown, prefix) is None:
                 ok = False
     start_rel = start_path(alias, difficulty)
     start = layout.tree / start_rel

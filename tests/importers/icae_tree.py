@@ -119,7 +119,8 @@ def records(alias: str, which: list[int]) -> list[dict[str, Any]]:
     out = [
         {"constraint_id": f"C00{n}",
          "trigger_keywords": [f"question {n} about {alias}", f"how does rule {n} work"],
-         "oracle_response": f"Rule {n} of {alias}: the exact behaviour number {n}."}
+         "oracle_response": f"Rule {n} of {alias}: the exact behaviour number {n}, stated "
+                           "precisely."}
         for n in which
     ]  # fmt: skip
     out.append({"constraint_id": "HARNESS002", "trigger_keywords": ["how to write test.sh"],

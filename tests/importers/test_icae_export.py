@@ -124,3 +124,15 @@ def test_a_tree_of_480_aliases_imports_reimports_and_exports_in_one_go(tmp_path)
     exported = export_tasks(_tasks(tmp_path / "tasks"), tmp_path / "out")
     assert len(exported.exported) == 480
     assert tree_files(tmp_path / "out") == tree_files(tree)
+
+
+def test_an_origin_record_naming_a_path_outside_the_layout_is_not_exported(tmp_path):
+    import_tree(build_tree(tmp_path / "tree"), tmp_path / "tasks", base=BASE)
+    folder = tmp_path / "tasks/realcode-101"
+    record = folder / "origin/icae-eval.json"
+    data = json.loads(record.read_text())
+    data["levels"][0]["json_file"] = "../../outside.json"
+    record.write_text(json.dumps(data))
+    report = export_tasks([folder], tmp_path / "out")
+    assert report.exported == [] and "outside the layout: ../../outside.json" in report.skipped[0][1]
+    assert not (tmp_path / "outside.json").exists() and not (tmp_path / "out").exists()

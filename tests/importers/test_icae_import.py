@@ -277,3 +277,27 @@ def test_a_folder_that_is_no_icae_eval_tree_is_a_config_error(tmp_path):
         import_tree(tmp_path, tmp_path / "tasks")
     with pytest.raises(ConfigError, match="not a folder"):
         import_tree(tmp_path / "nope", tmp_path / "tasks")
+
+
+def test_a_public_case_name_that_would_leave_its_folder_is_refused(tree, tmp_path):
+    level = tree / "user_agent/prd_json/realcode@101.json"
+    data = json.loads(level.read_text())
+    data["public_test_cases"]["../../escape.json"] = data["public_test_cases"]["feature1_count.json"]
+    level.write_text(icae_json(data))
+    shutil.rmtree(tree / "rcb_tests_repos/acme__wordtool/rcb_tests/public_test_cases")
+    task = _by_alias(_import(tree, tmp_path / "tasks"))["realcode@101"]
+    assert task.outcome is Outcome.FAILED
+    assert _has(task.problems, Severity.ERROR, "user_agent/prd_json/realcode@101.json",
+                'public_test_cases["../../escape.json"]', "not a plain file name")  # fmt: skip
+    assert not list(tmp_path.rglob("escape.json"))
+
+
+def test_a_short_record_two_tasks_share_by_chance_is_no_copy(tree, tmp_path):
+    for alias in ("realcode@101", "realcode@102"):
+        level = tree / f"user_agent/prd_json/{alias}.json"
+        data = json.loads(level.read_text())
+        data["oracle_data"]["hidden_constraints"][0]["oracle_response"] = "Print JSON."
+        level.write_text(icae_json(data))
+    task = _by_alias(_import(tree, tmp_path / "tasks"))["realcode@102"]
+    assert task.outcome is Outcome.CREATED
+    assert not any("copied" in p.message for p in task.problems)
