@@ -3,12 +3,14 @@
 The import owns some of a task folder (`MANAGED`: task.toml, the PRDs, the user-agent data,
 the cases, the oracle and what it kept of the source); a file there that the import does not
 give again is removed. The rest (solutions/, recordings/, tools/) is the user's and is left
-alone. A file is rewritten only when its bytes differ.
+alone. A file is rewritten only when its bytes (or, for a copied file, its mode) differ. No
+link in the managed part is followed: a write or a removal never leaves the task folder.
 """
 
 from __future__ import annotations
 
 import shutil
+import stat
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -34,16 +36,30 @@ def _same(path: Path, content: bytes | Path) -> bool:
     if not path.is_file() or path.is_symlink():
         return False
     if isinstance(content, Path):
-        if path.stat().st_size != content.stat().st_size:
+        ours, theirs = path.stat(), content.stat()
+        if ours.st_size != theirs.st_size or stat.S_IMODE(ours.st_mode) != stat.S_IMODE(
+            theirs.st_mode
+        ):
             return False
         content = content.read_bytes()
     return path.read_bytes() == content
 
 
-def _write(path: Path, content: bytes | Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _real_folders(folder: Path, path: Path) -> None:
+    """The folders from `folder` down to `path`'s, none of them a link (a link there would
+    have the write land outside the task folder): a link is removed, the folder made."""
+    current = folder
+    for part in path.relative_to(folder).parts[:-1]:
+        current = current / part
+        if current.is_symlink() or (current.exists() and not current.is_dir()):
+            current.unlink()
+        current.mkdir(exist_ok=True)
+
+
+def _write(folder: Path, path: Path, content: bytes | Path) -> None:
+    _real_folders(folder, path)
     if path.is_symlink() or path.is_dir():
-        shutil.rmtree(path) if path.is_dir() else path.unlink()
+        path.unlink() if path.is_symlink() else shutil.rmtree(path)
     if isinstance(content, Path):
         shutil.copyfile(content, path)
         shutil.copymode(content, path)
@@ -55,11 +71,15 @@ def sync_folder(folder: Path, files: dict[str, bytes | Path]) -> Synced:
     """Make the managed part of `folder` hold exactly `files` (relative path → bytes, or the
     file to copy)."""
     created = not folder.exists()
+    folder.mkdir(parents=True, exist_ok=True)
     written = removed = 0
+    for name in (*MANAGED_FILES, *MANAGED_FOLDERS):
+        if (folder / name).is_symlink():  # never followed: the walk below would leave the folder
+            (folder / name).unlink()
     for rel, content in files.items():
         path = folder / rel
         if not _same(path, content):
-            _write(path, content)
+            _write(folder, path, content)
             written += 1
     wanted = set(files)
     for name in MANAGED_FOLDERS:

@@ -301,3 +301,31 @@ def test_a_short_record_two_tasks_share_by_chance_is_no_copy(tree, tmp_path):
     task = _by_alias(_import(tree, tmp_path / "tasks"))["realcode@102"]
     assert task.outcome is Outcome.CREATED
     assert not any("copied" in p.message for p in task.problems)
+
+
+def test_a_link_in_the_task_folder_is_never_followed_by_a_new_import(tree, tmp_path):
+    into = tmp_path / "tasks"
+    _import(tree, into)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("mine")
+    oracle = into / "realcode-101" / "oracle"
+    shutil.rmtree(oracle)
+    oracle.symlink_to(outside, target_is_directory=True)
+    cases = into / "realcode-101" / "cases" / "hidden"
+    shutil.rmtree(cases)
+    cases.symlink_to(outside, target_is_directory=True)
+    (into / "realcode-101" / "cases" / "extra").symlink_to(outside, target_is_directory=True)
+    assert _by_alias(_import(tree, into))["realcode@101"].outcome is Outcome.UPDATED
+    assert not (into / "realcode-101" / "cases" / "extra").exists()  # the link, not its files
+    assert sorted(p.name for p in outside.iterdir()) == ["keep.txt"]
+    assert not oracle.is_symlink() and (oracle / "tool.py").is_file()
+    assert not cases.is_symlink() and (cases / "feature1_count.json").is_file()
+
+
+def test_a_golden_file_whose_mode_changed_is_copied_again(tree, tmp_path):
+    into = tmp_path / "tasks"
+    _import(tree, into)
+    (tree / "realcode_repos/acme__wordtool/tool.py").chmod(0o755)
+    assert _by_alias(_import(tree, into))["realcode@101"].outcome is Outcome.UPDATED
+    assert (into / "realcode-101/oracle/tool.py").stat().st_mode & 0o111
