@@ -95,7 +95,7 @@ def test_headless_cli_writes_report_and_exit_status(tmp_path):
     assert bad.returncode == 2 and "unknown task 'nope'" in bad.stderr
 
 
-@pytest.mark.parametrize("task_id", ["semver", "tidy"])
+@pytest.mark.parametrize("task_id", ["semver", "tidy", "wordfreq"])
 async def test_sample_tasks_good_partial_broken(bundled_catalog, store, task_id):
     task = bundled_catalog.tasks[task_id]
     _, good = await _run(task, "scripted:good", store)

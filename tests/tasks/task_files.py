@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import py_compile
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -49,8 +50,17 @@ class TaskFiles:
     def prd(self, level: Level) -> str:
         return (self.root / "prd" / f"{LEVEL_FILES[level]}.md").read_text(encoding="utf-8")
 
-    def assert_build_gate(self, tmp_path: Path) -> None:
-        """broken.yaml's file fails `py_compile` (the tasks' build gate); good and partial pass."""
+    def assert_build_gate(self, tmp_path: Path, check: list[str] | None = None) -> None:
+        """broken.yaml's file fails the build gate, good and partial pass it: `py_compile`, or
+        `check` (a command the file's path is appended to, e.g. `node --check`)."""
+        if check is not None:
+            for name, passes in (("broken", False), ("good", True), ("partial", True)):
+                path = tmp_path / name / self.entry_file
+                path.parent.mkdir()
+                path.write_text(self.written_file(name), encoding="utf-8")
+                done = subprocess.run([*check, str(path)], capture_output=True, timeout=60)
+                assert (done.returncode == 0) == passes, (name, done.stderr)
+            return
         path = tmp_path / self.entry_file
         path.write_text(self.written_file("broken"), encoding="utf-8")
         with pytest.raises(py_compile.PyCompileError):

@@ -1,5 +1,7 @@
 """The sample tasks, checked on the host (no Docker): `semver` (a dispatcher: the case's `input`
-as JSON on stdin) and `tidy` (a command on a folder of fixture files, judged on its effects too).
+as JSON on stdin), `tidy` (a command on a folder of fixture files, judged on its effects too)
+and `wordfreq` (a command in JavaScript: its oracle and solutions run with the host's Node.js,
+and its checks are skipped where there is none; the engine runs it in its Debian runtime).
 
 Every stored case is re-run against the oracle (twice, for determinism); the scripted
 solutions' files are run on the same cases; the task files validate against the models; each
@@ -18,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -63,22 +66,47 @@ class Sample:
     # A phrase that appears in a PRD exactly when the level reveals the record (flattened):
     # the PRDs and the user-agent records must not drift apart.
     tells: dict[str, str] = field(default_factory=dict)
+    language: str = "python"  # or "javascript": the file's suffix and what runs it
 
     @property
     def root(self) -> Path:
         return TASKS / self.id
 
     @property
+    def suffix(self) -> str:
+        return ".js" if self.language == "javascript" else ".py"
+
+    @property
+    def interpreter(self) -> str:
+        """What runs a script of the task in its images."""
+        return "node" if self.language == "javascript" else "python3"
+
+    @property
     def files(self) -> TaskFiles:
-        return TaskFiles(self.root, f"{self.id}.py")
+        return TaskFiles(self.root, f"{self.id}{self.suffix}")
 
     @property
     def oracle(self) -> Path:
-        return self.root / "oracle" / f"{self.id}.py"
+        return self.root / "oracle" / f"{self.id}{self.suffix}"
 
     @property
     def entry(self) -> str:
-        return f"python3 /workspace/{self.id}.py"
+        return f"{self.interpreter} /workspace/{self.id}{self.suffix}"
+
+    @property
+    def build_gate(self) -> str:
+        if self.language == "javascript":
+            return f"node --check /workspace/{self.id}.js"
+        return f"python3 -m py_compile /workspace/{self.id}.py"
+
+    def host_command(self, script: Path) -> list[str]:
+        """The host's command that runs `script` (the wrappers and the driver use it)."""
+        if self.language == "javascript":
+            node = shutil.which("node") or shutil.which("nodejs")
+            if node is None:
+                pytest.skip(f"{self.id}: no Node.js on this host to run its oracle and solutions")
+            return [node, str(script)]
+        return [sys.executable, "-I", "-S", str(script)]
 
     @cached_property
     def cases(self) -> Cases:
@@ -111,6 +139,26 @@ SAMPLES = {
         kind="command",
         interface_phrase="tidy <subcommand> ...",
         good_asks_generic=False,
+    ),
+    "wordfreq": Sample(
+        id="wordfreq",
+        kind="command",
+        interface_phrase="wordfreq <subcommand> ...",
+        good_asks_generic=False,
+        language="javascript",
+        tells={
+            "C001": "made only of digits",
+            "C002": "always printed in lower case",
+            "C003": "default `N` = 10",
+            "C004": "a last line `<lines> <words> <distinct words> total`",
+            "C005": "nothing is printed and the exit status is `1`",
+            "C006": "wordfreq: cannot read FILE",
+            "C007": "exactly `-`, standard input",
+            "C008": "first non-space character is `#`",
+            "C009": "`--` ends the options",
+            "like wc does": "`<lines> <words> <distinct words> <name>`",
+            "the usual stop-list format": "lines whose first non-space character",
+        },
     ),
 }
 
@@ -216,16 +264,17 @@ def snapshot(root: Path) -> dict[str, str]:
     return tree
 
 
-def write_wrapper(bindir: Path, tool: str, script: Path) -> None:
-    """`tool` on PATH runs `script`. Written before any case runs: see the module docstring."""
+def write_wrapper(bindir: Path, tool: str, command: list[str]) -> None:
+    """`tool` on PATH runs `command`. Written before any case runs: see the module docstring."""
     bindir.mkdir(parents=True)
     wrapper = bindir / tool
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -I -S "{script}" "$@"\n')
+    wrapper.write_text("#!/bin/sh\nexec " + " ".join(f'"{a}"' for a in command) + ' "$@"\n')
     wrapper.chmod(0o755)
 
 
 def run_command(bindir: Path, case: dict) -> Outcome:
-    """Fixtures in a fresh folder, `prep`, then `sh -c command` with the tool on PATH."""
+    """Fixtures in a fresh folder, `prep`, then `sh -c command` with the tool on PATH and the
+    case's `input` (when it is text) on stdin, as the engine runs it."""
     with tempfile.TemporaryDirectory(prefix="task-test-") as tmp:
         base = Path(tmp)
         data = base / "w" / "x" / "data"
@@ -239,10 +288,12 @@ def run_command(bindir: Path, case: dict) -> Outcome:
             subprocess.run(
                 ["sh", "-c", case["prep"]], cwd=data, env=env, check=True, timeout=CASE_TIMEOUT_S
             )
+        stdin = case.get("input")
         proc = subprocess.run(
             ["sh", "-c", case["command"]],
             cwd=data,
             env=env,
+            input=stdin.encode("utf-8") if isinstance(stdin, str) else b"",
             capture_output=True,
             timeout=CASE_TIMEOUT_S,
         )
@@ -262,7 +313,7 @@ def run_everything(task: Sample, tmp: Path) -> Runs:
     hidden cases."""
     scripts = {"oracle": task.oracle}
     for name in ("good", "partial"):
-        path = tmp / f"{name}.py"
+        path = tmp / f"{name}{task.suffix}"
         path.write_text(task.files.written_file(name), encoding="utf-8")
         scripts[name] = path
     jobs: dict[str, tuple[str, Cases]] = {  # who -> (script, cases)
@@ -281,7 +332,7 @@ def run_everything(task: Sample, tmp: Path) -> Runs:
     else:
         bins = {name: tmp / f"bin-{name}" for name in scripts}
         for name, script in scripts.items():  # every wrapper before the first process
-            write_wrapper(bins[name], task.id, script)
+            write_wrapper(bins[name], task.id, task.host_command(script))
         each = [(bins[name], case) for name, cases in jobs.values() for _, case in cases]
         with ThreadPoolExecutor(max_workers=max(4, os.cpu_count() or 1)) as pool:
             done = iter(list(pool.map(lambda job: run_command(*job), each)))
@@ -331,9 +382,10 @@ def test_task_files_validate(task: Sample) -> None:
     assert spec.id == task.id
     assert spec.image.base == "icae-base:bookworm"
     assert spec.interface.kind == task.kind and spec.interface.tool == task.id
-    assert spec.oracle.entry == f"python3 /opt/oracle/{task.id}.py"
+    assert spec.language == task.language
+    assert spec.oracle.entry == f"{task.interpreter} /opt/oracle/{task.id}{task.suffix}"
     assert spec.delivery.entry == task.entry
-    assert spec.delivery.build == f"python3 -m py_compile /workspace/{task.id}.py"
+    assert spec.delivery.build == task.build_gate
     for split in SPLITS:
         for path in (task.root / "cases" / split).glob("*.json"):
             CaseFile.model_validate(json.loads(path.read_text(encoding="utf-8")))
@@ -370,6 +422,16 @@ def test_tidy_case_shape() -> None:
         assert "input" not in case, cid
 
 
+def test_wordfreq_case_shape() -> None:
+    cases = SAMPLES["wordfreq"].cases
+    assert 40 <= len(cases) <= 70  # the engine runs them all in CI: kept modest
+    assert 4 <= len({case["pattern"] for _, case in cases}) <= 7
+    for cid, case in cases:
+        assert case["command"].startswith("wordfreq"), cid
+        assert case.get("input") is None or isinstance(case["input"], str), cid
+        assert "prep" not in case, cid
+
+
 def ground_example(task: Sample, case: dict) -> list[str]:
     """How the ground PRD shows a public case."""
     if task.kind == "dispatcher":
@@ -397,12 +459,13 @@ def test_prd_levels_differ_and_state_the_interface(task: Sample) -> None:
         < len(texts[Level.GROUND])
     )
     for level, text in texts.items():
-        assert f"/workspace/{task.id}.py" in text, level
+        assert f"/workspace/{task.id}{task.suffix}" in text, level
         assert task.interface_phrase in flat(text), level
 
 
-def test_semver_each_level_hides_exactly_its_records() -> None:
-    task = SAMPLES["semver"]
+@pytest.mark.parametrize("task_id", ["semver", "wordfreq"])
+def test_each_level_hides_exactly_its_records(task_id: str) -> None:
+    task = SAMPLES[task_id]
     for level in Level:
         data = task.files.user_agent(level).oracle_data
         hidden = {r.constraint_id for r in data.hidden_constraints}
@@ -517,7 +580,11 @@ def test_partial_fails_some_hidden_cases(task: Sample, runs: Runs) -> None:
 
 
 def test_broken_fails_the_build_gate(task: Sample, tmp_path: Path) -> None:
-    task.files.assert_build_gate(tmp_path)
+    if task.language == "javascript":
+        command = task.host_command(tmp_path / "x.js")[:1] + ["--check"]
+        task.files.assert_build_gate(tmp_path, command)
+    else:
+        task.files.assert_build_gate(tmp_path)
 
 
 def test_semver_exit_codes_and_silent_stderr(outcomes: Callable[[str], Runs]) -> None:
@@ -567,3 +634,20 @@ def test_tidy_cases_have_side_effects_and_errors(outcomes: Callable[[str], Runs]
             changed += 1
     assert changed >= 30
     assert {0, 2, 3} <= codes
+
+
+def test_wordfreq_exit_codes_and_no_side_effects(outcomes: Callable[[str], Runs]) -> None:
+    """It only reads: every case leaves its fixtures as they were; stderr is one line exactly
+    when the exit status is 2, and a grep that finds nothing exits 1 silently."""
+    oracle = outcomes("wordfreq")["oracle"]
+    codes = set()
+    for cid, case in SAMPLES["wordfreq"].cases:
+        code, out, err, tree = oracle[cid]
+        codes.add(code)
+        assert tree == fixture_tree(case.get("files", {})), cid
+        assert (code == 2) == (err != ""), cid
+        if code == 2:
+            assert out == "" and err.count("\n") == 1, cid
+        if code == 1:
+            assert (out, err) == ("", ""), cid
+    assert codes == {0, 1, 2}
