@@ -85,7 +85,7 @@ async def _ask_all(task, desk: Desk, *, operator_sends_draft: bool = False):
     return got
 
 
-@pytest.mark.parametrize("task_id", ["semver", "tidy"])
+@pytest.mark.parametrize("task_id", ["semver", "tidy", "wordfreq"])
 @pytest.mark.parametrize("mode", ["simulated", "assisted"])
 async def test_no_leak_simulated_and_assisted(bundled_catalog, task_id, mode):
     task = bundled_catalog.tasks[task_id]
@@ -121,7 +121,7 @@ def _leaky(task):
     return behaviour
 
 
-@pytest.mark.parametrize("task_id", ["semver", "tidy"])
+@pytest.mark.parametrize("task_id", ["semver", "tidy", "wordfreq"])
 async def test_no_leak_model_mode_even_when_the_model_tries(bundled_catalog, task_id):
     task = bundled_catalog.tasks[task_id]
     data = task.user_agent[Level.L1].oracle_data
