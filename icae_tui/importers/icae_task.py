@@ -18,14 +18,19 @@ of its source (icae_origin.py).
 from __future__ import annotations
 
 import re
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from icae_tui.domain.task import HiddenConstraint, Level, OriginSource, Reference
+from pydantic import ValidationError
+
+from icae_tui.domain.runtimes import runtime_problem
+from icae_tui.domain.task import HiddenConstraint, Level, OriginSource, Reference, TaskSpec
 from icae_tui.importers import icae_contract as contract
 from icae_tui.importers.icae_export import JsonOut, identical, source_objects
 from icae_tui.importers.icae_layout import (
+    ALIAS_FILE,
     LANGUAGE_IMAGES,
     PRD_HEADER,
     QUERY_BUDGET,
@@ -225,7 +230,21 @@ def build_task(data: AliasData, index: AliasIndex, *, base: str | None, shown_go
     )  # fmt: skip
     origin = _keep_verbatim(data, origin, built, formats)
     files[ORIGIN_FILE] = dump(origin.model_dump(mode="json"), OURS)
+    _check_spec(data, built)
     return built
+
+
+def _check_spec(data: AliasData, built: BuiltTask) -> None:
+    """What the catalog checks of task.toml, before anything is written: a language this
+    machine has no runtime for on the Debian base is the alias's entry's problem."""
+    try:
+        spec = TaskSpec.model_validate(tomllib.loads(built.files["task.toml"].decode()))
+    except (ValidationError, tomllib.TOMLDecodeError) as err:  # a bug of ours: said plainly
+        built.problems.append(Problem(Severity.ERROR, "task.toml", "", f"not a task: {err}"))
+        return
+    if (problem := runtime_problem(spec)) is not None:
+        where = f"{data.alias}.language" if problem[0] == "language" else problem[0]
+        built.problems.append(Problem(Severity.ERROR, ALIAS_FILE, where, problem[1]))
 
 
 def _sources(data: AliasData) -> list[tuple[str, str, bytes, Any]]:

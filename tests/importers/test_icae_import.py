@@ -329,3 +329,18 @@ def test_a_golden_file_whose_mode_changed_is_copied_again(tree, tmp_path):
     (tree / "realcode_repos/acme__wordtool/tool.py").chmod(0o755)
     assert _by_alias(_import(tree, into))["realcode@101"].outcome is Outcome.UPDATED
     assert (into / "realcode-101/oracle/tool.py").stat().st_mode & 0o111
+
+
+def test_a_language_the_debian_base_has_no_runtime_for_is_named_in_repo_alias(tree, tmp_path):
+    aliases = json.loads((tree / "repo_alias.json").read_text())
+    aliases["realcode@102"]["language"] = "Kotlin"
+    (tree / "repo_alias.json").write_text(icae_json(aliases))
+    task = _by_alias(_import(tree, tmp_path / "tasks"))["realcode@102"]
+    assert task.outcome is Outcome.FAILED
+    assert _has(task.problems, Severity.ERROR, "repo_alias.json", "realcode@102.language",
+                "no runtime recipe for language 'Kotlin'")  # fmt: skip
+    assert not (tmp_path / "tasks/realcode-102").exists()
+    # on ICAE-EVAL's own image for the language (the default) it imports
+    again = _by_alias(import_tree(tree, tmp_path / "tasks"))["realcode@102"]
+    assert again.outcome is Outcome.CREATED
+    assert load_catalog(tmp_path / "tasks").tasks["realcode-102"].spec.image.base == "kotlin:1.9.25"
