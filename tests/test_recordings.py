@@ -17,7 +17,7 @@ TASKS = Path(__file__).resolve().parent.parent / "tasks"
 
 def test_each_sample_task_ships_a_recording_that_replays_to_its_end():
     found = recordings.bundled({p.name: p for p in TASKS.iterdir() if p.is_dir()})
-    assert {r.task_id for r in found} >= {"semver", "tidy"}
+    assert {r.task_id for r in found} >= {"semver", "tidy", "wordfreq"}
     for rec in found:
         events = recordings.load(rec.path)
         view = RunView.from_events(events)

@@ -67,7 +67,7 @@ async def test_history_lists_the_recordings_and_replays_one(bundled_catalog, sto
         await until(pilot, lambda: history.is_mounted and history.recordings)
         table = history.query_one("#runs", DataTable)
         names = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
-        assert names == ["semver/good-L1", "tidy/partial-L1"]  # no stored runs: only the demos
+        assert names == ["semver/good-L1", "tidy/partial-L1", "wordfreq/partial-L1"]  # only demos
         assert all(str(table.get_row_at(i)[7]) == DEMO for i in range(table.row_count))
         assert "recorded demos" in str(table.border_title)
         assert "recorded demos replay" in str(history.query_one("#runs-empty", Static).render())
