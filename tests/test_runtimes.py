@@ -5,6 +5,8 @@ Pure: no engine."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from icae_tui.catalog import load_catalog
@@ -17,7 +19,9 @@ from icae_tui.domain.runtimes import (
     runtime_problem,
 )
 from icae_tui.domain.task import TaskSpec
-from icae_tui.sandbox.docker.images import apt_install_line, runtime_image_name
+from icae_tui.importers.icae_eval import Outcome, import_tree
+from icae_tui.sandbox.docker.images import BASE_IMAGE, apt_install_line, runtime_image_name
+from tests.importers.icae_tree import build_tree, icae_json
 from tests.task_copies import copy_mini, edit_toml
 
 
@@ -114,3 +118,24 @@ def test_runtime_image_names_are_by_base_and_packages() -> None:
     line = apt_install_line(("rustc", "cargo"))
     assert "--no-install-recommends cargo rustc &&" in line
     assert line.endswith("rm -rf /var/lib/apt/lists/*")
+
+
+def test_an_import_onto_the_debian_base_gets_its_runtime_or_says_it_cannot(tmp_path) -> None:
+    """An ICAE-EVAL import onto icae-base:bookworm: a JavaScript task loads with the javascript
+    runtime; a Dart one is reported by the import itself, naming the language, not left to
+    fail a run."""
+    tree = build_tree(tmp_path / "tree")
+    aliases = json.loads((tree / "repo_alias.json").read_text())
+    aliases["realcode@101"]["language"] = "JavaScript"
+    aliases["realcode@102"]["language"] = "Dart"
+    (tree / "repo_alias.json").write_text(icae_json(aliases))
+    report = import_tree(tree, tmp_path / "tasks", base=BASE_IMAGE)
+    by_alias = {t.alias: t for t in report.tasks}
+    assert by_alias["realcode@101"].outcome is Outcome.CREATED
+    task = load_catalog(tmp_path / "tasks").tasks["realcode-101"]
+    assert runtime_of(task.spec) == RECIPES["javascript"]
+    dart = by_alias["realcode@102"]
+    assert dart.outcome is Outcome.FAILED
+    said = " ".join(p.message for p in dart.problems)
+    assert "no runtime recipe for language 'Dart'" in said
+    assert "cannot provide it" in said
