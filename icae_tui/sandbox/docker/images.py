@@ -190,15 +190,15 @@ async def ensure_runtime_image(
     )  # fmt: skip
     try:
         env = {"DEBIAN_FRONTEND": "noninteractive"}
-        for line in (apt_install_line(runtime.packages), runtime.probe):
+        hint = f" (is the Debian mirror {DEBIAN_MIRROR} reachable from the bridge network?)"
+        for line, why_not in ((apt_install_line(runtime.packages), hint), (runtime.probe, "")):
             progress(f"{name}: $ {line}")
             res = await c.exec(line, timeout_s=RUNTIME_STEP_TIMEOUT_S, env=env)
             if res.exit_code != 0:
                 tail = (res.stderr_tail or res.stderr or res.stdout_tail or res.stdout)[-1500:]
                 why = "timed out" if res.timed_out else f"exited {res.exit_code}"
                 raise ImageBuildError(
-                    f"{what}: `{line[:200]}` {why} (is the Debian mirror {DEBIAN_MIRROR} "
-                    "reachable from the engine's bridge network?):\n"
+                    f"{what}: `{line[:200]}` {why}{why_not}:\n"
                     + tail.decode("utf-8", errors="replace").strip()
                 )
         repo, tag = name.split(":", 1)
