@@ -68,10 +68,22 @@ class Interface(Strict):
     tool: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,31}$")
 
 
+# A registry package pinned to one version: `pip:NAME==V` or `npm:NAME@V` (npm scopes too).
+PINNED_PACKAGE = (
+    r"^(pip:[A-Za-z0-9][A-Za-z0-9._-]{0,99}==[A-Za-z0-9][A-Za-z0-9.+!_-]{0,63}"
+    r"|npm:(@[a-z0-9][a-z0-9._-]{0,99}/)?[a-z0-9][a-z0-9._-]{0,99}@[0-9][0-9A-Za-z.+-]{0,63})$"
+)
+
+
 class OracleSpec(Strict):
     install: list[str] = Field(default_factory=list, description="run after oracle/ is copied")
     entry: str = Field(description="shell command that starts the golden tool")
     path: str = "/opt/oracle"
+    package: str | None = Field(
+        default=None, pattern=PINNED_PACKAGE,
+        description="a pinned registry package installed at image build (the only step that "
+        "reaches a registry), before the install lines",
+    )  # fmt: skip
 
 
 class DeliverySpec(Strict):
@@ -94,6 +106,7 @@ class Reference(StrEnum):
 
 class OriginSource(StrEnum):
     ICAE_EVAL = "icae-eval"  # imported by `icae tasks import icae-eval` (importers/)
+    CLI_TOOL_BENCH = "cli-tool-bench"  # `icae tasks import cli-tool-bench`
 
 
 class Origin(Strict):
@@ -103,6 +116,10 @@ class Origin(Strict):
     alias: str = Field(description="the task's name there, e.g. realcode@050")
     size_loc: int | None = Field(default=None, ge=0, description="the original's lines of code")
     size_files: int | None = Field(default=None, ge=0, description="the original's code files")
+    seed: int | None = Field(default=None, description="the seed its cases were generated with")
+    oracle_source: str | None = Field(
+        default=None, description="where the oracle came from: a pinned package or a checkout"
+    )
 
 
 class CaseDefaults(Strict):

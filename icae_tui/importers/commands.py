@@ -15,13 +15,15 @@ from pathlib import Path
 
 from icae_tui.domain.task import Reference
 from icae_tui.errors import ConfigError
+from icae_tui.importers import cli_tool_bench as ctb
+from icae_tui.importers.cli_tool_bench import FuzzJob, FuzzRun
 from icae_tui.importers.icae_eval import ImportReport, Outcome, TaskImport, import_tree
 from icae_tui.importers.icae_export import export_tasks
 from icae_tui.importers.problems import Severity
 from icae_tui.safe_text import printable
 
 ACTIONS = ("import", "export")
-SOURCES = ("icae-eval",)
+SOURCES = ("icae-eval", "cli-tool-bench")
 _ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.NOTE: 2}
 JUDGED = {
     Reference.ORACLE: "cases differential against its golden repository",
@@ -32,7 +34,8 @@ JUDGED = {
 def add_arguments(tasks: argparse.ArgumentParser) -> None:
     """import/export's arguments on the `tasks` parser (its `action` takes ACTIONS)."""
     tasks.add_argument("source", nargs="?", choices=SOURCES,
-                       help="with import or export: the benchmark (icae-eval)")  # fmt: skip
+                       help="with import or export: the benchmark (icae-eval; import: "
+                       "cli-tool-bench too)")  # fmt: skip
     tasks.add_argument("path", nargs="?", metavar="PATH",
                        help="import: the ICAE-EVAL tree; export: the folder to write it to")  # fmt: skip
     tasks.add_argument("--tests-dir", metavar="DIR",
@@ -42,6 +45,13 @@ def add_arguments(tasks: argparse.ArgumentParser) -> None:
     tasks.add_argument("--base-image", metavar="IMAGE",
                        help="import: every task's base image (default: ICAE-EVAL's image for "
                        "its language)")  # fmt: skip
+    tasks.add_argument("--tool", action="append", metavar="OWNER/REPO",
+                       help="cli-tool-bench: only this tool (repeatable)")  # fmt: skip
+    tasks.add_argument("--oracle", action="append", default=[], metavar="OWNER/REPO=SOURCE",
+                       help="cli-tool-bench: the tool's oracle, a pinned package (pip:NAME==V, "
+                       "npm:NAME@V) or a local checkout (repeatable)")  # fmt: skip
+    tasks.add_argument("--seed", type=int, default=None,
+                       help="cli-tool-bench: the seed its fuzzers generate the cases with")  # fmt: skip
 
 
 def _task_line(task: TaskImport) -> str:
@@ -51,7 +61,7 @@ def _task_line(task: TaskImport) -> str:
     return head
 
 
-def print_import(report: ImportReport) -> None:
+def print_import(report: ImportReport, what: str = "aliases") -> None:
     for problem in report.problems:
         print(printable(str(problem), limit=500))
     for task in report.tasks:
@@ -59,13 +69,18 @@ def print_import(report: ImportReport) -> None:
         for problem in sorted(task.problems, key=lambda p: _ORDER[p.severity]):
             print("  " + printable(str(problem), limit=500))
     counts = ", ".join(f"{report.count(o)} {o.value}" for o in Outcome if o is not Outcome.FAILED)
-    print(f"{len(report.tasks)} aliases: {len(report.imported)} imported into {report.into} "
+    print(f"{len(report.tasks)} {what}: {len(report.imported)} imported into {report.into} "
           f"({counts}), {len(report.failed)} not imported")  # fmt: skip
 
 
 def run(args: argparse.Namespace, tasks_dir: Path) -> int:
     if args.source is None or args.path is None:
         print(f"usage: icae tasks {args.action} icae-eval PATH", flush=True)
+        return 2
+    if args.action == "import" and args.source == "cli-tool-bench":
+        return _import_cli_tool_bench(args, tasks_dir)
+    if args.source == "cli-tool-bench":
+        print("error: only import reads cli-tool-bench", flush=True)
         return 2
     if args.action == "import":
         try:
@@ -89,3 +104,39 @@ def run(args: argparse.Namespace, tasks_dir: Path) -> int:
         print(f"skipped {folder}: {why}")
     print(f"exported {len(exported.exported)} tasks ({exported.files} files) to {exported.out}")
     return 1 if args.task and exported.skipped else 0
+
+
+def _fuzz_in_a_box(job: FuzzJob) -> FuzzRun:
+    """The fuzzer's run in a box of the local engine (sandbox/docker/fuzz.py)."""
+    import asyncio
+
+    from icae_tui.sandbox.docker.fuzz import run_once
+
+    res = asyncio.run(run_once(job.files, job.argv, workdir=job.workdir, env=job.env,
+                               timeout_s=job.timeout_s, cap_bytes=job.cap_bytes))  # fmt: skip
+    return FuzzRun(res.exit_code, res.stdout, res.stderr_tail or res.stderr[-4000:],
+                   overflowed=res.overflowed or res.truncated, timed_out=res.timed_out)  # fmt: skip
+
+
+def _import_cli_tool_bench(args: argparse.Namespace, tasks_dir: Path) -> int:
+    from icae_tui.errors import InfraError
+
+    oracles: dict[str, str] = {}
+    for item in args.oracle:
+        tool, sep, source = item.partition("=")
+        if not sep or not source:
+            print(f"error: --oracle {printable(item)}: not OWNER/REPO=SOURCE", flush=True)
+            return 2
+        oracles[tool] = source
+    try:
+        report = ctb.import_tree(
+            Path(args.path), tasks_dir, runner=_fuzz_in_a_box, oracles=oracles,
+            only=(args.tool or []) + (args.task or []) or None,
+            seed=ctb.SEED if args.seed is None else args.seed,
+        )  # fmt: skip
+    except (ConfigError, InfraError) as err:
+        print(f"error: {printable(str(err), limit=500)}")
+        return 2
+    print_import(report, what="tools")
+    has_error = report.failed or any(p.severity is Severity.ERROR for p in report.problems)
+    return 1 if has_error else 0

@@ -8,7 +8,9 @@
   build only. Built once per recipe and shared by every task with the same one; a task whose
   runtime the base already has (python) or whose base brings its own uses the base as it is.
 - agent image: runtime + the task's setup lines + an empty workspace. No oracle, no cases.
-- oracle image: agent image + `oracle/` at the oracle path + install lines + the tool wrapper.
+- oracle image: agent image + `oracle/` at the oracle path + its pinned registry package
+  (`[oracle] package`, installed in a build container that reaches the registry for this
+  build only) + install lines + the tool wrapper.
   A task with no oracle (its cases judged against their expected outputs) has none: its
   `TaskImages.oracle` is the agent image.
 Task images are tagged with a hash of their recipe, so a changed task rebuilds and an
@@ -152,6 +154,40 @@ async def _commit(c: Container, name: str, task: Task, role: str) -> str:
     return name
 
 
+HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+BUILD_CA = "/tmp/icae-build-ca.crt"  # removed again before the commit
+
+
+def package_install_line(package: str) -> str:
+    """The one line that installs a pinned `pip:NAME==V` / `npm:NAME@V` (OracleSpec.package)."""
+    kind, name = package.split(":", 1)
+    if kind == "pip":
+        return ("python3 -m pip install --no-cache-dir --disable-pip-version-check "
+                f"--break-system-packages {shlex.quote(name)}")  # fmt: skip
+    return f"npm install --global --no-fund --no-audit {shlex.quote(name)}"
+
+
+async def _install_package(c: Container, package: str, progress: ProgressFn, what: str) -> None:
+    env: dict[str, str] = {}
+    if HOST_CA_BUNDLE.is_file():  # a TLS-inspecting egress proxy is trusted as on the host
+        await c.put_files({BUILD_CA: HOST_CA_BUNDLE.read_bytes()})
+        env = {var: BUILD_CA for var in ("SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE",
+                                         "NODE_EXTRA_CA_CERTS", "npm_config_cafile")}  # fmt: skip
+    line = package_install_line(package)
+    progress(f"{what}: $ {line}")
+    try:
+        res = await c.exec(line, timeout_s=RUNTIME_STEP_TIMEOUT_S, env=env)
+    finally:
+        if env:
+            await c.exec(f"rm -f {BUILD_CA}", timeout_s=60)
+    if res.exit_code != 0:
+        tail = (res.stderr_tail or res.stderr or res.stdout_tail or res.stdout)[-2000:]
+        why = "timed out" if res.timed_out else f"exited {res.exit_code}"
+        raise ImageBuildError(f"{what}: installing {package}: `{line}` {why} (is the registry "
+                              "reachable from the engine's bridge network?):\n"
+                              + tail.decode("utf-8", errors="replace").strip())  # fmt: skip
+
+
 def runtime_image_name(base_id: str, runtime: Runtime) -> str:
     """Named by what is in it: the base image and the packages (in any order)."""
     packages = sorted(set(runtime.packages))
@@ -243,9 +279,12 @@ async def ensure_task_images(
     oracle = f"icae-oracle-{task.id}:{recipe_hash(task, agent_id, Role.ORACLE)}"
     if not await image_exists(docker, oracle):
         progress(f"building {oracle}")
+        # a pinned registry package: this build container (only) reaches the registry
+        network = "bridge" if spec.package else "none"
         c = await create_container(
-            docker, agent, run_id="image-build", role="build", hardened=False, limits=IMAGE_BUILD
-        )
+            docker, agent, run_id="image-build", role="build", hardened=False,
+            limits=IMAGE_BUILD, network=network,
+        )  # fmt: skip
         try:
             files: dict[str, bytes] = {}
             oracle_dir = Path(task.root) / "oracle"
@@ -254,6 +293,8 @@ async def ensure_task_images(
                     rel = path.relative_to(oracle_dir).as_posix()
                     files[f"{spec.path}/{rel}"] = path.read_bytes()
             await c.put_files(files)
+            if spec.package:
+                await _install_package(c, spec.package, progress, oracle)
             await _run_setup(c, spec.install, progress, oracle)
             await c.put_files(
                 {f"/usr/local/bin/{task.spec.interface.tool}": wrapper_script(spec.entry)},

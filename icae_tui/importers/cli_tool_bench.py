@@ -1,0 +1,397 @@
+"""`icae tasks import cli-tool-bench PATH`: a CLI-Tool-Bench tree's tools as task folders.
+
+A tool `owner/repo` is `run_differential_test/repo/<owner>/<repo>/start.py` (its adapter and
+fuzzer, on the tree's `run_differential_test/BaseRepoAdapter.py`) with its agent prompt
+`agent_prompt/<owner>/<repo>/agent_prompt.txt`. It becomes `<tasks>/ctb-<owner>-<repo>`:
+
+- the agent prompt is the PRD of every level, followed by how the delivery is run here;
+- the fuzzer's cases are generated once, here, with a fixed seed (kept in [origin] seed):
+  CLI-Tool-Bench's fuzzers are unseeded, so each agent there sees other cases; here every
+  agent sees the same ones. The fuzzer is third-party code: it runs in a box (the runner
+  the caller gives, sandbox/docker/fuzz.py), never on the host, and what it prints is
+  validated and bounded before anything is written. Each case's `category` is its command
+  pattern, `mount_files` its fixtures under the work directory `/test_data`, `prep_script`
+  its prep line, `env_vars` exported before its command. A category's first case (the
+  fuzzers' edge case) is public, the others hidden.
+- the oracle's recipe is the adapter's (`install_oracle`, `base_image`, recorded in
+  origin/cli-tool-bench.json), with its source replaced (`--oracle owner/repo=SOURCE`): a
+  pinned registry package (`pip:NAME==V`, `npm:NAME@V`, [oracle] package, installed at
+  image-build time) or a local checkout (copied into oracle/, the adapter's `git clone`
+  becoming a copy of it). [origin] oracle_source says which. The adapter clones its
+  source live and unpinned: without --oracle the tool is not imported.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import tomllib
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+
+from icae_tui.catalog import TaskError, load_task
+from icae_tui.domain.runtimes import runtime_problem
+from icae_tui.domain.task import PINNED_PACKAGE, Case, OriginSource, Reference, TaskSpec
+from icae_tui.errors import ConfigError
+from icae_tui.importers.ctb_fuzz_main import FUZZ_MAIN
+from icae_tui.importers.folder_sync import Change, sync_folder
+from icae_tui.importers.icae_eval import ImportReport, Outcome, TaskImport
+from icae_tui.importers.json_format import OURS, dump
+from icae_tui.importers.problems import Problem, Severity, errors_in, field_path
+from icae_tui.importers.toml_text import TomlValue, toml_table
+
+SEED = 20260101  # every import's cases, unless --seed says otherwise
+REPO_DIR = "run_differential_test/repo"
+BASE_ADAPTER = "run_differential_test/BaseRepoAdapter.py"
+PROMPT = "agent_prompt/{tool}/agent_prompt.txt"
+ORIGIN_FILE = "origin/cli-tool-bench.json"
+WORKDIR = "/test_data"
+BOX_ROOT = "/fuzz"
+ORACLE_BIN = "/opt/icae-oracle-bin"
+MAX_OUTPUT = 32 * 1024 * 1024  # the fuzzer's JSON, read back from the box
+MAX_SOURCE = 1024 * 1024  # start.py, BaseRepoAdapter.py
+MAX_PROMPT = 1024 * 1024
+FUZZ_TIMEOUT_S = 300.0
+_IMAGES = {"python": "python", "node": "javascript", "golang": "go", "rust": "rust"}
+_PACKAGES = {"pip": ["python3-pip"], "npm": ["npm"]}
+_TOOL = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+_CLONE = re.compile(
+    r"git\s+clone\s+(?:-\S+\s+)*(\S+?)(?:\.git)?(?:\s+([^\s&;|]+))?(?=\s*(?:&&|;|$))"
+)
+
+
+@dataclass(frozen=True)
+class FuzzJob:
+    files: dict[str, bytes]  # absolute paths in the box
+    argv: list[str]
+    workdir: str
+    env: dict[str, str]
+    timeout_s: float
+    cap_bytes: int
+
+
+@dataclass(frozen=True)
+class FuzzRun:
+    exit_code: int | None
+    stdout: bytes
+    stderr_tail: bytes = b""
+    overflowed: bool = False
+    timed_out: bool = False
+
+
+FuzzRunner = Callable[[FuzzJob], FuzzRun]
+
+Text = Annotated[str, StringConstraints(max_length=100_000)]
+EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")]
+
+
+class FuzzCase(BaseModel):
+    """One TestCase as the fuzzer gave it: hostile until it passes these bounds."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    command: Annotated[str, StringConstraints(min_length=1, max_length=20_000)]
+    category: Annotated[str, StringConstraints(min_length=1, max_length=500)] = "UNKNOWN"
+    prep_script: Text = ""
+    mount_files: dict[Annotated[str, StringConstraints(min_length=1, max_length=500)], Text] = (
+        Field(default_factory=dict, max_length=500)
+    )
+    env_vars: dict[EnvName, Annotated[str, StringConstraints(max_length=10_000)]] = Field(
+        default_factory=dict, max_length=100
+    )
+
+
+class FuzzOutput(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base_image: Annotated[str, StringConstraints(max_length=300)]
+    install: list[Annotated[str, StringConstraints(max_length=20_000)]] = Field(max_length=50)
+    cases: list[FuzzCase] = Field(min_length=1, max_length=20_000)
+
+
+def task_id(tool: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", tool.lower()).strip("-")
+    return ("ctb-" + slug)[:64].rstrip("-")
+
+
+def tools_of(tree: Path) -> list[str]:
+    root = tree / REPO_DIR
+    found = sorted(p.parent.relative_to(root).as_posix() for p in root.glob("*/*/start.py"))
+    return [t for t in found if not (root / t / "start.py").is_symlink()]
+
+
+def _read(path: Path, limit: int) -> bytes:
+    if path.is_symlink() or not path.is_file():
+        raise ValueError("missing" if not path.exists() else "not a regular file")
+    if path.stat().st_size > limit:
+        raise ValueError(f"larger than {limit} bytes")
+    return path.read_bytes()
+
+
+def fuzz_job(tree: Path, tool: str, seed: int) -> FuzzJob:
+    start = f"{BOX_ROOT}/{REPO_DIR}/{tool}/start.py"
+    files = {
+        f"{BOX_ROOT}/{BASE_ADAPTER}": _read(tree / BASE_ADAPTER, MAX_SOURCE),
+        start: _read(tree / REPO_DIR / tool / "start.py", MAX_SOURCE),
+        f"{BOX_ROOT}/icae_fuzz_main.py": FUZZ_MAIN.encode(),
+    }
+    return FuzzJob(
+        files=files, argv=["python3", f"{BOX_ROOT}/icae_fuzz_main.py", str(seed), start],
+        workdir=f"{BOX_ROOT}/{REPO_DIR}/{tool}",
+        env={"PYTHONHASHSEED": str(seed), "PYTHONDONTWRITEBYTECODE": "1"},
+        timeout_s=FUZZ_TIMEOUT_S, cap_bytes=MAX_OUTPUT,
+    )  # fmt: skip
+
+
+def _unwrap(command: str) -> str:
+    """`sh -c '<line>'` (as the adapters call exec_run) → the line."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command
+    if len(words) == 3 and words[0] in ("sh", "bash", "/bin/sh") and words[1] == "-c":
+        return words[2]
+    return command
+
+
+def _tool_name(cases: list[FuzzCase]) -> str | None:
+    firsts = Counter(c.category.split()[0] for c in cases if c.category.split())
+    for name, _ in firsts.most_common():
+        if _TOOL.match(name):
+            return name
+    return None
+
+
+def _slug(category: str, taken: set[str]) -> str:
+    base = re.sub(r"[^a-z0-9]+", "_", category.lower()).strip("_")[:60] or "case"
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    taken.add(name)
+    return name
+
+
+def _command(case: FuzzCase) -> str:
+    if not case.env_vars:
+        return case.command
+    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in case.env_vars.items())
+    return f"export {exports}; {case.command}"
+
+
+def contract(tool: str) -> str:
+    return (
+        "\n\n## How the delivery is run here\n\n"
+        f"Deliver the tool as one executable file, `/workspace/{tool}` (a script with a `#!` "
+        "line; python3 is installed; there is no network and no package is installed for "
+        f"you). Every command runs with `{tool}` on PATH calling it, in `{WORKDIR}`, where "
+        "the case's files are written first. Its exit code, stdout, stderr and the files it "
+        f"changes under `{WORKDIR}` are compared with the original tool's.\n"
+    )
+
+
+@dataclass
+class _Built:
+    files: dict[str, bytes | Path]
+    reference: Reference
+    oracle_source: str
+
+
+def oracle_of(built: _Built) -> str:
+    return built.oracle_source
+
+
+def _copy_of_checkout(m: re.Match[str]) -> str:
+    """The adapter's `git clone URL [DIR]` as a copy of the checkout (at /opt/oracle)."""
+    return f"cp -a /opt/oracle {shlex.quote(m.group(2) or m.group(1).rsplit('/', 1)[-1])}"
+
+
+def _oracle(
+    tool: str, name: str, source: str, install: list[str], shown: str
+) -> tuple[dict[str, TomlValue | None], dict[str, Path], Problem | None]:
+    move = (f"mkdir -p {ORACLE_BIN} && mv \"$(command -v {name})\" {ORACLE_BIN}/{name}")  # fmt: skip
+    spec: dict[str, TomlValue | None] = {"entry": f"{ORACLE_BIN}/{name}"}
+    if re.match(PINNED_PACKAGE, source):
+        spec |= {"package": source, "install": [move]}
+        return spec, {}, None
+    checkout = Path(source).expanduser()
+    if not checkout.is_dir():
+        return spec, {}, Problem(Severity.ERROR, shown, "", f"--oracle {tool}={source}: neither "
+                                 "a pinned package (pip:NAME==V, npm:NAME@V) nor a folder")  # fmt: skip
+    lines = [_unwrap(c) for c in install]
+    replaced = [_CLONE.sub(_copy_of_checkout, line) for line in lines]
+    if replaced == lines:
+        return spec, {}, Problem(Severity.ERROR, shown, "", "install_oracle clones nothing: "
+                                 "no source to replace with the checkout")  # fmt: skip
+    golden = {f"oracle/{p.relative_to(checkout).as_posix()}": p
+              for p in sorted(checkout.rglob("*"))
+              if p.is_file() and not p.is_symlink() and ".git" not in p.relative_to(checkout).parts}  # fmt: skip
+    spec |= {"install": [*replaced, move]}
+    return spec, golden, None
+
+
+def build_task(
+    tree: Path, tool: str, out: FuzzOutput, seed: int, source: str, result: TaskImport
+) -> _Built | None:
+    shown = f"{REPO_DIR}/{tool}/start.py"
+    name = _tool_name(out.cases)
+    if name is None:
+        result.problems.append(Problem(Severity.ERROR, shown, "cases[].category",
+                                       "no category starts with a command name"))  # fmt: skip
+        return None
+    prompt_rel = PROMPT.format(tool=tool)
+    try:
+        prompt = _read(tree / prompt_rel, MAX_PROMPT).decode("utf-8")
+    except (ValueError, UnicodeDecodeError) as err:
+        result.problems.append(Problem(Severity.ERROR, prompt_rel, "", str(err)))
+        return None
+    oracle, golden, problem = _oracle(tool, name, source, out.install, shown)
+    if problem is not None:
+        result.problems.append(problem)
+        return None
+    files: dict[str, bytes | Path] = dict(golden)
+    prd = (prompt.rstrip("\n") + contract(name)).encode()
+    ua = dump({"fuzzy_prd": prompt, "oracle_data": {
+        "task_id": task_id(tool), "golden_api_signature": f"{name} (a command-line tool)",
+        "hidden_constraints": [], "context_pointers": [],
+        "fallback_response": "That isn't specified; follow the requirement as written."}}, OURS)  # fmt: skip
+    for level in ("L1", "L2", "L3", "ground"):
+        files[f"prd/{level}.md"] = prd
+        files[f"user_agent/{level}.json"] = ua
+    by_category: dict[str, list[FuzzCase]] = {}
+    for case in out.cases:
+        by_category.setdefault(case.category, []).append(case)
+    taken: set[str] = set()
+    for category, cases in by_category.items():
+        stem = _slug(category, taken)
+        made = []
+        for c in cases:
+            try:
+                made.append(Case(command=_command(c), pattern=category, prep=c.prep_script or None,
+                                 files={k.strip("/"): v for k, v in c.mount_files.items()}))  # fmt: skip
+            except ValidationError as err:
+                first = err.errors()[0]
+                result.problems.append(Problem(Severity.ERROR, shown, field_path(
+                    first["loc"], f"cases[{out.cases.index(c)}]"), first["msg"]))  # fmt: skip
+                return None
+        public, hidden = made[:1], made[1:]
+        for split, chosen in (("public", public), ("hidden", hidden)):
+            if chosen:
+                files[f"cases/{split}/{stem}.json"] = dump({"description": category, "cases": [
+                    c.model_dump(exclude_defaults=True) for c in chosen]}, OURS)  # fmt: skip
+    language = _IMAGES.get(out.base_image.split(":")[0].rsplit("/", 1)[-1], "unknown")
+    kind = source.split(":", 1)[0] if re.match(PINNED_PACKAGE, source) else None
+    recorded = source if kind else f"checkout:{Path(source).expanduser().resolve()}"
+    top: dict[str, TomlValue | None] = {"id": task_id(tool), "title": tool, "language": language,
+                                        "summary": f"CLI-Tool-Bench's {tool}: the `{name}` "
+                                        "command-line tool", "budget": 0}  # fmt: skip
+    origin: dict[str, TomlValue | None] = {"source": OriginSource.CLI_TOOL_BENCH.value,
+                                           "alias": tool, "seed": seed, "oracle_source": recorded}  # fmt: skip
+    image: dict[str, TomlValue | None] = {"base": "icae-base:bookworm", "setup": []}
+    if kind is not None:
+        image["packages"] = _PACKAGES[kind]
+    files["task.toml"] = "\n".join([
+        f"# Imported from CLI-Tool-Bench ({tool}) by `icae tasks import cli-tool-bench`: a new\n"
+        "# import rewrites this folder but solutions/, recordings/ and tools/.\n"
+        + toml_table(None, top),
+        toml_table("origin", origin), toml_table("image", image),
+        toml_table("interface", {"kind": "command", "tool": name}),
+        toml_table("oracle", oracle),
+        toml_table("delivery", {"entry": f"/workspace/{name}",
+                                "build": f"test -x /workspace/{name}"}),
+        toml_table("cases", {"timeout_s": 30, "workdir": WORKDIR}),
+    ]).encode()  # fmt: skip
+    files[ORIGIN_FILE] = dump({"tool": tool, "seed": seed, "base_image": out.base_image,
+                               "install_oracle": out.install, "oracle_source": recorded}, OURS)  # fmt: skip
+    spec = TaskSpec.model_validate(tomllib.loads(files["task.toml"].decode()))  # type: ignore[union-attr]
+    if (why := runtime_problem(spec)) is not None:
+        result.problems.append(Problem(Severity.ERROR, shown, "base_image", why[1]))
+        return None
+    return _Built(files, Reference.ORACLE, recorded)
+
+
+def _fuzz(
+    tree: Path, tool: str, seed: int, runner: FuzzRunner, result: TaskImport
+) -> FuzzOutput | None:
+    shown = f"{REPO_DIR}/{tool}/start.py"
+    try:
+        job = fuzz_job(tree, tool, seed)
+    except ValueError as err:
+        result.problems.append(Problem(Severity.ERROR, shown, "", str(err)))
+        return None
+    run = runner(job)
+    if run.overflowed or run.timed_out or run.exit_code != 0:
+        why = ("printed more than the bound" if run.overflowed else "timed out" if run.timed_out
+               else f"exited {run.exit_code}")  # fmt: skip
+        tail = run.stderr_tail.decode("utf-8", errors="replace").strip()[-800:]
+        result.problems.append(Problem(Severity.ERROR, shown, "", f"the fuzzer {why} in its box"
+                                       + (f":\n{tail}" if tail else "")))  # fmt: skip
+        return None
+    try:
+        return FuzzOutput.model_validate_json(run.stdout)
+    except ValidationError as err:
+        first = err.errors()[0]
+        result.problems.append(Problem(Severity.ERROR, shown, field_path(first["loc"]),
+                                       f"the fuzzer's output: {first['msg']}"))  # fmt: skip
+        return None
+
+
+_OUTCOMES = {Change.CREATED: Outcome.CREATED, Change.UPDATED: Outcome.UPDATED,
+             Change.UNCHANGED: Outcome.UNCHANGED}  # fmt: skip
+
+
+def import_tree(
+    tree: Path, into: Path, *, runner: FuzzRunner, oracles: dict[str, str],
+    only: list[str] | None = None, seed: int = SEED,
+) -> ImportReport:  # fmt: skip
+    """Import the tools of `tree` (or those `only` names) into `into`, each tool's oracle
+    from `oracles[tool]`. ConfigError when `tree` holds no CLI-Tool-Bench tools."""
+    tools = tools_of(tree)
+    if not tools:
+        raise ConfigError(f"{tree}: no CLI-Tool-Bench tools ({REPO_DIR}/<owner>/<repo>/start.py)")
+    report = ImportReport(tree, into)
+    wanted = [t for t in tools if not only or t in only or task_id(t) in only]
+    for name in sorted(set(only or []) - set(wanted) - {task_id(t) for t in wanted}):
+        report.problems.append(
+            Problem(Severity.ERROR, str(tree), "", f"no tool {name!r} in the tree")
+        )
+    for tool in sorted(set(oracles) - set(tools)):
+        report.problems.append(
+            Problem(Severity.ERROR, str(tree), "", f"--oracle {tool}: no such tool")
+        )
+    into.mkdir(parents=True, exist_ok=True)
+    for tool in wanted:
+        result = TaskImport(tool, task_id(tool), Outcome.FAILED)
+        report.tasks.append(result)
+        source = oracles.get(tool)
+        if source is None:
+            result.problems.append(Problem(
+                Severity.ERROR, f"{REPO_DIR}/{tool}/start.py", "install_oracle",
+                f"the adapter installs its oracle from a live, unpinned source: give --oracle "
+                f"{tool}=pip:NAME==V, npm:NAME@V or a local checkout"))  # fmt: skip
+            continue
+        out = _fuzz(tree, tool, seed, runner, result)
+        built = build_task(tree, tool, out, seed, source, result) if out else None
+        if built is None or errors_in(result.problems):
+            continue
+        folder = into / result.task_id
+        synced = sync_folder(folder, built.files)
+        try:
+            load_task(folder)
+        except TaskError as err:
+            result.problems.append(Problem(Severity.ERROR, str(folder), "",
+                                           f"imported, but the catalog refuses it: {err.message}"))  # fmt: skip
+            continue
+        n = sum(1 for k in built.files if k.startswith("cases/"))
+        count = sum(len(json.loads(v)["cases"]) for k, v in built.files.items()
+                    if k.startswith("cases/") and isinstance(v, bytes))  # fmt: skip
+        result.problems.append(Problem(Severity.NOTE, f"{REPO_DIR}/{tool}/start.py", "",
+                                       f"{count} cases in {n} files, generated with seed {seed}; "
+                                       f"oracle: {oracle_of(built)}"))  # fmt: skip
+        result.outcome, result.reference = _OUTCOMES[synced.change], built.reference
+    return report

@@ -1,0 +1,149 @@
+"""`icae tasks import cli-tool-bench` without an engine: the fuzzer's box is replaced by a
+runner that answers as a box would (the fuzzer itself never runs on the host). What the
+importer asks of the box (the files, the seed), how it maps a fuzzer's cases onto a task,
+and how it treats hostile or broken output: each problem located, the other tools imported.
+The real fuzzers in real boxes: tests/integration/test_ctb_import_engine.py."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+
+import pytest
+
+from icae_tui.catalog import load_catalog
+from icae_tui.cli import main
+from icae_tui.importers import cli_tool_bench as ctb
+from icae_tui.importers.cli_tool_bench import FuzzJob, FuzzRun
+from icae_tui.importers.icae_eval import Outcome
+from tests.importers.ctb_tree import COWSAY, MOO, REV, build_tree, checkout
+
+INSTALL = ["sh -c 'mkdir -p /repo && cd /repo && git clone https://github.com/acme/revtool.git "
+           "&& cd revtool && install -m 755 revtool.py /usr/local/bin/revtool'"]  # fmt: skip
+
+
+def _case(command="revtool upper 'a b'", category="revtool upper <text>", **more):
+    return {"command": command, "category": category, "prep_script": "", "mount_files": {},
+            "env_vars": {}, **more}  # fmt: skip
+
+
+def _output(cases, install=INSTALL, base="python:3.11") -> bytes:
+    return json.dumps({"base_image": base, "install": install, "cases": cases}).encode()
+
+
+class Box:
+    """Answers each tool's job with the bytes given for it, and keeps the jobs."""
+
+    def __init__(self, answers: dict[str, FuzzRun]):
+        self.answers, self.jobs = answers, []
+
+    def __call__(self, job: FuzzJob) -> FuzzRun:
+        self.jobs.append(job)
+        tool = next(t for t in self.answers if f"/repo/{t}/start.py" in job.argv[-1])
+        return self.answers[tool]
+
+
+@pytest.fixture
+def tree(tmp_path):
+    return build_tree(tmp_path / "tree")
+
+
+def test_the_box_gets_the_fuzzer_its_base_adapter_and_the_seed(tree, tmp_path):
+    box = Box({REV: FuzzRun(0, _output([_case(), _case("revtool upper x")]))})
+    ctb.import_tree(tree, tmp_path / "tasks", runner=box, oracles={REV: str(checkout(tmp_path / "co"))},
+                    only=[REV], seed=7)  # fmt: skip
+    (job,) = box.jobs
+    assert set(job.files) == {"/fuzz/run_differential_test/BaseRepoAdapter.py",
+                              "/fuzz/run_differential_test/repo/acme/revtool/start.py",
+                              "/fuzz/icae_fuzz_main.py"}  # fmt: skip
+    assert job.argv[:3] == ["python3", "/fuzz/icae_fuzz_main.py", "7"]
+    assert job.env["PYTHONHASHSEED"] == "7" and job.cap_bytes == ctb.MAX_OUTPUT
+    spec = tomllib.loads((tmp_path / "tasks" / "ctb-acme-revtool" / "task.toml").read_text())
+    assert spec["origin"]["seed"] == 7 and spec["cases"]["workdir"] == "/test_data"
+
+
+def test_cases_keep_category_fixtures_prep_and_environment(tree, tmp_path):
+    cases = [_case(mount_files={"/in/a.txt": "x\n"}, prep_script="touch /test_data/p",
+                   env_vars={"LANG": "C", "X_1": "a b"}),
+             _case("revtool upper y"), _case("revtool save f 'z'", "revtool save <file> <text>")]  # fmt: skip
+    box = Box({REV: FuzzRun(0, _output(cases))})
+    tasks = tmp_path / "tasks"
+    report = ctb.import_tree(tree, tasks, runner=box, oracles={REV: str(checkout(tmp_path / "co"))},
+                             only=[REV])  # fmt: skip
+    assert [t.outcome for t in report.tasks] == [Outcome.CREATED]
+    task = load_catalog(tasks).tasks["ctb-acme-revtool"]
+    by_id = {c.id: c for c in task.cases}
+    assert sorted(by_id) == ["hidden/revtool_upper_text#0", "public/revtool_save_file_text#0",
+                             "public/revtool_upper_text#0"]  # fmt: skip
+    first = by_id["public/revtool_upper_text#0"]
+    assert first.pattern == "revtool upper <text>"
+    assert first.case.command == "export LANG=C X_1='a b'; revtool upper 'a b'"
+    assert first.case.files == {"in/a.txt": "x\n"} and first.case.prep == "touch /test_data/p"
+    assert task.spec.interface.tool == "revtool" and task.spec.interface.kind == "command"
+    assert all(prd.endswith(ctb.contract("revtool")) for prd in task.prd.values())
+    oracle = task.spec.oracle
+    assert oracle is not None and oracle.package is None
+    assert oracle.install[0] == ("mkdir -p /repo && cd /repo && cp -a /opt/oracle revtool && cd "
+                                 "revtool && install -m 755 revtool.py /usr/local/bin/revtool")  # fmt: skip
+
+
+def test_a_pinned_package_is_the_oracle_and_brings_its_client(tree, tmp_path):
+    box = Box({MOO: FuzzRun(0, _output([_case("cowsay -t a", "cowsay -t <text>")] * 2,
+                                       install=["pip install ."], base="python:latest"))})  # fmt: skip
+    tasks = tmp_path / "tasks"
+    ctb.import_tree(tree, tasks, runner=box, oracles={MOO: COWSAY}, only=[MOO])
+    spec = load_catalog(tasks).tasks["ctb-acme-moo"].spec
+    assert spec.oracle is not None and spec.oracle.package == COWSAY
+    assert spec.origin is not None and spec.origin.oracle_source == COWSAY
+    assert spec.image.packages == ["python3-pip"] and spec.language == "python"
+    recorded = json.loads((tasks / "ctb-acme-moo" / "origin" / "cli-tool-bench.json").read_text())
+    assert (
+        recorded["install_oracle"] == ["pip install ."]
+        and recorded["base_image"] == "python:latest"
+    )
+
+
+@pytest.mark.parametrize(("run", "field", "message"), [
+    (FuzzRun(0, b"generating...\n{"), "", "the fuzzer's output: Invalid JSON"),
+    (FuzzRun(0, b"", overflowed=True), "", "the fuzzer printed more than the bound in its box"),
+    (FuzzRun(1, b"", b"Traceback: boom"), "", "the fuzzer exited 1 in its box:\nTraceback: boom"),
+    (FuzzRun(0, _output([_case(env_vars={"BAD NAME": "x"})])), "cases[0].env_vars.BAD NAME.[key]",
+     "the fuzzer's output: String should match pattern"),
+    (FuzzRun(0, _output([_case(mount_files={"../escape": "x"})])), "cases[0].files",
+     "Value error, fixture path must be relative and stay inside: '../escape'"),
+    (FuzzRun(0, _output([])), "cases", "the fuzzer's output: List should have at least 1 item"),
+])  # fmt: skip
+def test_hostile_or_broken_output_is_located_and_writes_nothing(
+    tree, tmp_path, run, field, message
+):
+    moo = FuzzRun(0, _output([_case("cowsay -t a", "cowsay -t <text>")] * 2))
+    box = Box({REV: run, MOO: moo})
+    tasks = tmp_path / "tasks"
+    report = ctb.import_tree(tree, tasks, runner=box,
+                             oracles={REV: str(checkout(tmp_path / "co")), MOO: COWSAY})  # fmt: skip
+    outcomes = {t.alias: t for t in report.tasks}
+    assert outcomes[MOO].outcome is Outcome.CREATED  # the other tool still imports
+    (problem,) = outcomes[REV].problems
+    assert outcomes[REV].outcome is Outcome.FAILED and not (tasks / "ctb-acme-revtool").exists()
+    assert problem.file == "run_differential_test/repo/acme/revtool/start.py"
+    assert problem.field == field
+    assert problem.message.startswith(message)
+
+
+def test_the_command_line_says_what_each_tool_needs(tree, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("icae_tui.importers.commands._fuzz_in_a_box", Box({}))
+    argv = ["--tasks", str(tmp_path / "tasks"), "tasks", "import", "cli-tool-bench", str(tree)]
+    assert main([*argv, "--tool", REV]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        "ctb-acme-revtool (acme/revtool): not imported",
+        "  error: run_differential_test/repo/acme/revtool/start.py: field 'install_oracle': the "
+        "adapter installs its oracle from a live, unpinned source: give --oracle "
+        "acme/revtool=pip:NAME==V, npm:NAME@V or a local checkout",
+        f"1 tools: 0 imported into {tmp_path / 'tasks'} (0 created, 0 updated, 0 unchanged), "
+        "1 not imported",
+    ]
+    assert main([*argv, "--oracle", "acme/revtool"]) == 2
+    assert "not OWNER/REPO=SOURCE" in capsys.readouterr().out
+    assert main(["--tasks", str(tmp_path), "tasks", "import", "cli-tool-bench", str(tmp_path)]) == 2
+    assert "no CLI-Tool-Bench tools" in capsys.readouterr().out
