@@ -10,6 +10,11 @@ score is the mean over the words of each word's best field score, summary matche
 by `SUMMARY_WEIGHT` so the same word in an id or title ranks first. Ties go to the task whose
 id and title are closest to the whole query, then to the catalog's order.
 
+Origin and capabilities. A card says where its task came from (`origin`: bundled, the ICAE-EVAL
+alias, the CLI-Tool-Bench tool) and what it can do (`capabilities`: its levels, how many
+user-agent records each level has or none, and its reference — a golden oracle or stored
+expected outputs); the origin is searched like the summary.
+
 Size. Tasks are sized by their number of cases, all splits (what a run costs to judge):
 small below `SIZE_LIMITS[0]`, medium below `SIZE_LIMITS[1]`, large from there.
 
@@ -28,7 +33,7 @@ from typing import TypeVar
 
 from rapidfuzz import fuzz, process, utils
 
-from icae_tui.domain.task import Level, Split, Task
+from icae_tui.domain.task import Level, Reference, Split, Task
 
 WORD_CUTOFF = 75.0
 SUMMARY_WEIGHT = 0.9
@@ -38,6 +43,36 @@ SPLITS = tuple(Split)
 LEVELS = tuple(Level)
 
 Choice = TypeVar("Choice", bound=str)
+SOURCE_LABELS = {"icae-eval": "ICAE-EVAL", "cli-tool-bench": "CLI-Tool-Bench"}
+
+
+def origin_of(task: Task) -> str:
+    """`bundled` for a task written here; else the benchmark and the task's name there."""
+    origin = task.spec.origin
+    if origin is None:
+        return "bundled"
+    source = origin.source.value
+    return f"{SOURCE_LABELS.get(source, source)} {origin.alias}"
+
+
+def capabilities_of(task: Task) -> str:
+    """`levels L1 L2 L3 ground · records L1 9 · L2 6 · L3 3 · ground 0 · golden oracle`:
+    counts only, never a record's content."""
+    levels = [level for level in LEVELS if level in task.prd]
+    counts = {
+        level: len(task.user_agent[level].oracle_data.hidden_constraints)
+        for level in LEVELS
+        if level in task.user_agent
+    }
+    records = (
+        "records " + " · ".join(f"{level.value} {n}" for level, n in counts.items())
+        if any(counts.values())
+        else "no user-agent records"
+    )
+    reference = (
+        "expected outputs" if task.spec.cases.reference is Reference.EXPECTED else "golden oracle"
+    )
+    return f"levels {' '.join(level.value for level in levels)} · {records} · {reference}"
 
 
 class Size(StrEnum):
@@ -75,6 +110,8 @@ class TaskCard:
     language: str
     summary: str
     interface: str
+    origin: str
+    capabilities: str
     root: str
     solutions: tuple[str, ...]
     prd: Mapping[Level, str]
@@ -93,6 +130,8 @@ class TaskCard:
             language=spec.language,
             summary=spec.summary,
             interface=f"{spec.interface.kind} ({spec.interface.tool})",
+            origin=origin_of(task),
+            capabilities=capabilities_of(task),
             root=task.root,
             solutions=tuple(task.solutions),
             prd={level: task.prd.get(level, "") for level in LEVELS},
@@ -151,7 +190,7 @@ class Found:
 
 class TaskFinder:
     """Search and filter a catalog's tasks. Built once; each search scores the query against
-    the four fields of every task with rapidfuzz's batch calls (`process.extract`), keeps
+    the fields of every task with rapidfuzz's batch calls (`process.extract`), keeps
     the scores of recent queries, and only filters and counts in Python."""
 
     def __init__(self, tasks: Iterable[Task]) -> None:
@@ -163,6 +202,7 @@ class TaskFinder:
             ([normalised(c.title) for c in self.cards], 1.0),
             ([normalised(c.language) for c in self.cards], 1.0),
             ([normalised(c.summary) for c in self.cards], SUMMARY_WEIGHT),
+            ([normalised(c.origin) for c in self.cards], SUMMARY_WEIGHT),
         ]
         counts = Counter(c.language_key for c in self.cards)
         self.languages: tuple[str, ...] = tuple(

@@ -14,7 +14,14 @@ from icae_tui.catalog_search import (
     TaskFinder,
     size_of,
 )
-from icae_tui.domain.task import Level, Split
+from icae_tui.domain.task import (
+    Level,
+    Origin,
+    OriginSource,
+    Reference,
+    Split,
+    UserAgentData,
+)
 from tests.generated_catalog import (
     HIDDEN_SECRET,
     RECORD_SECRET,
@@ -167,3 +174,37 @@ def test_the_card_holds_counts_never_case_content_or_records():
 
 def test_search_imports_neither_textual_nor_rich():
     assert imported(["icae_tui.catalog_search"], ("textual", "rich")) == ""
+
+
+def test_a_card_says_where_its_task_came_from_and_what_it_can_do():
+    bundled = make_task("t", "T", "go")
+    card = TaskCard.of(bundled)
+    assert card.origin == "bundled"
+    assert card.capabilities == (
+        "levels L1 L2 L3 ground · records L1 1 · L2 1 · L3 1 · ground 1 · golden oracle"
+    )
+    spec = bundled.spec.model_copy(
+        update={
+            "origin": Origin(source=OriginSource.ICAE_EVAL, alias="realcode@050"),
+            "cases": bundled.spec.cases.model_copy(update={"reference": Reference.EXPECTED}),
+        }
+    )
+    no_records = UserAgentData.model_validate({"oracle_data": {"fallback_response": "-"}})
+    imported_task = bundled.model_copy(
+        update={"spec": spec, "user_agent": dict.fromkeys(Level, no_records)}
+    )
+    card = TaskCard.of(imported_task)
+    assert card.origin == "ICAE-EVAL realcode@050"
+    assert card.capabilities == "levels L1 L2 L3 ground · no user-agent records · expected outputs"
+    assert RECORD_SECRET not in repr(TaskCard.of(bundled))  # counts, never a record
+
+
+def test_the_origin_is_searched():
+    tasks = [*SMALL[:2], make_task("realcode-050", "Real code", "python")]
+    spec = tasks[2].spec.model_copy(
+        update={"origin": Origin(source=OriginSource.ICAE_EVAL, alias="realcode@050")}
+    )
+    tasks[2] = tasks[2].model_copy(update={"spec": spec})
+    finder = TaskFinder(tasks)
+    assert ids(finder, "icae eval") == ["realcode-050"]
+    assert set(ids(finder, "bundled")) == {"csvkit", "json-tool"}

@@ -1,0 +1,84 @@
+"""Time to load a catalog of 500 task folders, printed beside the figure for 5, in one process.
+
+    python benchmarks/catalog.py [--tasks 500] [--small 5] [--repeat 3]
+
+The folders are copies of the sample tasks (`tasks/semver`, `tidy`, `wordfreq` in turn: their
+task.toml with a new id, PRDs, user-agent records, cases and solutions; not their oracle or
+recordings, which the catalog does not read), written once to a temporary folder. Each figure
+is the best of `--repeat` loads of the whole folder with `icae_tui.catalog.load_catalog`, in
+wall-clock and CPU seconds (on a busy machine the CPU figure is the steadier). The baseline
+loads the same folders with PyYAML's pure-Python parser (what the catalog used before it took
+libyaml's). Nothing is asserted: a figure to read, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import yaml  # noqa: E402
+
+from icae_tui import catalog  # noqa: E402
+
+SAMPLES = ("semver", "tidy", "wordfreq")
+PARTS = ("prd", "user_agent", "cases", "solutions")
+
+
+def write_catalog(folder: Path, n: int) -> Path:
+    """n task folders under folder/: copies of the sample tasks, each with its own id."""
+    folder.mkdir(parents=True)
+    for i in range(n):
+        source = ROOT / "tasks" / SAMPLES[i % len(SAMPLES)]
+        task = folder / f"{source.name}-{i:03d}"
+        task.mkdir()
+        for part in PARTS:
+            shutil.copytree(source / part, task / part)
+        toml = (source / "task.toml").read_text(encoding="utf-8")
+        toml = re.sub(r'^id = ".*"$', f'id = "{task.name}"', toml, count=1, flags=re.MULTILINE)
+        (task / "task.toml").write_text(toml, encoding="utf-8")
+    return folder
+
+
+def best_load(folder: Path, repeat: int) -> tuple[float, float, int]:
+    """The best wall-clock and CPU seconds of `repeat` loads, and how many tasks loaded."""
+    walls, cpus, loaded = [], [], 0
+    for _ in range(repeat):
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = catalog.load_catalog(folder)
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+        if result.errors:
+            raise SystemExit(f"{folder}: {result.errors[0]}")
+        loaded = len(result.tasks)
+    return min(walls), min(cpus), loaded
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tasks", type=int, default=500)
+    parser.add_argument("--small", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folders = {n: write_catalog(Path(tmp) / str(n), n) for n in (args.small, args.tasks)}
+        print(f"load_catalog, best of {args.repeat} (wall s / cpu s):")
+        rows = [("libyaml", catalog.YAML_LOADER), ("pure-Python YAML (baseline)", yaml.SafeLoader)]
+        for label, loader in rows:
+            catalog.YAML_LOADER = loader
+            figures = []
+            for folder in folders.values():
+                wall, cpu, loaded = best_load(folder, args.repeat)
+                figures.append(f"{loaded:>4} tasks {wall:7.3f} / {cpu:7.3f}")
+            print(f"  {label:<28} " + "   ".join(figures))
+
+
+if __name__ == "__main__":
+    main()
