@@ -147,6 +147,8 @@ def hidden() -> dict:
                  {"words.txt": "Zebra apple Éclair éclair zoo Apple banana\n"}),
             case("wordfreq vocab a.txt b.txt", VOCAB,
                  {"a.txt": "wagon 12 wheels\n", "b.txt": "wagon's wheel\n"}),
+            case("wordfreq vocab poem.txt --min-count 3", VOCAB, {"poem.txt": POEM}),
+            case("wordfreq vocab -- -stop", VOCAB, {"-stop": "a file named -stop\n"}),
         ]),
         "stdin": ("standard input: no FILE, or `-`", [
             case("wordfreq top -n 3", STDIN, stdin="b a b c b a\n"),
