@@ -168,6 +168,12 @@ def _tool_name(cases: list[FuzzCase]) -> str | None:
     return None
 
 
+def _prompt_name(prompt: str) -> str | None:
+    """The agent prompt's `**CLI Tool Name**: NAME`, when it is a command name."""
+    match = re.search(r"\*\*CLI Tool Name\*\*:\s*`?([^\s`*]+)", prompt)
+    return match.group(1) if match and _TOOL.match(match.group(1)) else None
+
+
 def _slug(category: str, taken: set[str]) -> str:
     base = re.sub(r"[^a-z0-9]+", "_", category.lower()).strip("_")[:60] or "case"
     name, n = base, 2
@@ -254,10 +260,16 @@ def build_task(
     if problem is not None:
         result.problems.append(problem)
         return None
+    called = _prompt_name(prompt) or name  # the prompt may name the tool otherwise
+    if called != name:
+        result.problems.append(Problem(Severity.NOTE, prompt_rel, "CLI Tool Name",
+                                       f"the prompt calls the tool {called}: so do the cases' "
+                                       f"commands (the oracle's {name} answers for it)"))  # fmt: skip
+    renamed = re.compile(rf"(?<![\w/.-]){re.escape(name)}(?![\w.-])")
     files: dict[str, bytes | Path] = dict(golden)
-    prd = (prompt.rstrip("\n") + contract(name)).encode()
+    prd = (prompt.rstrip("\n") + contract(called)).encode()
     ua = dump({"fuzzy_prd": prompt, "oracle_data": {
-        "task_id": task_id(tool), "golden_api_signature": f"{name} (a command-line tool)",
+        "task_id": task_id(tool), "golden_api_signature": f"{called} (a command-line tool)",
         "hidden_constraints": [], "context_pointers": [],
         "fallback_response": "That isn't specified; follow the requirement as written."}}, OURS)  # fmt: skip
     for level in ("L1", "L2", "L3", "ground"):
@@ -267,12 +279,14 @@ def build_task(
     for case in out.cases:
         by_category.setdefault(case.category, []).append(case)
     taken: set[str] = set()
-    for category, cases in by_category.items():
+    for original, cases in by_category.items():
+        category = renamed.sub(called, original)
         stem = _slug(category, taken)
         made = []
         for c in cases:
             try:
-                made.append(Case(command=_command(c), pattern=category, prep=c.prep_script or None,
+                command = renamed.sub(called, _command(c))
+                made.append(Case(command=command, pattern=category, prep=c.prep_script or None,
                                  files={k.strip("/"): v for k, v in c.mount_files.items()}))  # fmt: skip
             except ValidationError as err:
                 first = err.errors()[0]
@@ -288,7 +302,7 @@ def build_task(
     kind = source.split(":", 1)[0] if re.match(PINNED_PACKAGE, source) else None
     recorded = source if kind else f"checkout:{Path(source).expanduser().resolve()}"
     top: dict[str, TomlValue | None] = {"id": task_id(tool), "title": tool, "language": language,
-                                        "summary": f"CLI-Tool-Bench's {tool}: the `{name}` "
+                                        "summary": f"CLI-Tool-Bench's {tool}: the `{called}` "
                                         "command-line tool", "budget": 0}  # fmt: skip
     origin: dict[str, TomlValue | None] = {"source": OriginSource.CLI_TOOL_BENCH.value,
                                            "alias": tool, "seed": seed, "oracle_source": recorded}  # fmt: skip
@@ -300,10 +314,10 @@ def build_task(
         "# import rewrites this folder but solutions/, recordings/ and tools/.\n"
         + toml_table(None, top),
         toml_table("origin", origin), toml_table("image", image),
-        toml_table("interface", {"kind": "command", "tool": name}),
+        toml_table("interface", {"kind": "command", "tool": called}),
         toml_table("oracle", oracle),
-        toml_table("delivery", {"entry": f"/workspace/{name}",
-                                "build": f"test -x /workspace/{name}"}),
+        toml_table("delivery", {"entry": f"/workspace/{called}",
+                                "build": f"test -x /workspace/{called}"}),
         toml_table("cases", {"timeout_s": 30, "workdir": WORKDIR}),
     ]).encode()  # fmt: skip
     files[ORIGIN_FILE] = dump({"tool": tool, "seed": seed, "base_image": out.base_image,
@@ -341,6 +355,25 @@ def _fuzz(
         return None
 
 
+def _owner_problem(folder: Path, tool: str) -> Problem | None:
+    """Why `folder` must not be written for `tool` (None: it is free or tool's import)."""
+    if not folder.exists() or (folder.is_dir() and not any(folder.iterdir())):
+        return None
+    try:
+        origin = tomllib.loads((folder / "task.toml").read_text(encoding="utf-8")).get("origin")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        origin = None
+    if isinstance(origin, dict) and origin.get("source") == OriginSource.CLI_TOOL_BENCH.value:
+        if origin.get("alias") == tool:
+            return None
+        why = f"it is {origin.get('alias')}'s"
+    else:
+        why = "it is not a CLI-Tool-Bench import"
+    return Problem(
+        Severity.ERROR, str(folder), "", f"the task folder exists and {why}: left as it is"
+    )
+
+
 _OUTCOMES = {Change.CREATED: Outcome.CREATED, Change.UPDATED: Outcome.UPDATED,
              Change.UNCHANGED: Outcome.UNCHANGED}  # fmt: skip
 
@@ -374,6 +407,9 @@ def import_tree(
                 Severity.ERROR, f"{REPO_DIR}/{tool}/start.py", "install_oracle",
                 f"the adapter installs its oracle from a live, unpinned source: give --oracle "
                 f"{tool}=pip:NAME==V, npm:NAME@V or a local checkout"))  # fmt: skip
+            continue
+        if (owned := _owner_problem(into / result.task_id, tool)) is not None:
+            result.problems.append(owned)
             continue
         out = _fuzz(tree, tool, seed, runner, result)
         built = build_task(tree, tool, out, seed, source, result) if out else None

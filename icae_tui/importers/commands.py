@@ -75,7 +75,8 @@ def print_import(report: ImportReport, what: str = "aliases") -> None:
 
 def run(args: argparse.Namespace, tasks_dir: Path) -> int:
     if args.source is None or args.path is None:
-        print(f"usage: icae tasks {args.action} icae-eval PATH", flush=True)
+        print(f"usage: icae tasks {args.action} icae-eval PATH, or icae tasks import "
+              "cli-tool-bench PATH --oracle OWNER/REPO=SOURCE", flush=True)  # fmt: skip
         return 2
     if args.action == "import" and args.source == "cli-tool-bench":
         return _import_cli_tool_bench(args, tasks_dir)

@@ -147,3 +147,48 @@ def test_the_command_line_says_what_each_tool_needs(tree, tmp_path, capsys, monk
     assert "not OWNER/REPO=SOURCE" in capsys.readouterr().out
     assert main(["--tasks", str(tmp_path), "tasks", "import", "cli-tool-bench", str(tmp_path)]) == 2
     assert "no CLI-Tool-Bench tools" in capsys.readouterr().out
+
+
+def test_a_folder_that_is_not_this_tools_import_is_left_as_it_is(tree, tmp_path):
+    tasks = tmp_path / "tasks"
+    (tasks / "ctb-acme-revtool").mkdir(parents=True)
+    (tasks / "ctb-acme-revtool" / "task.toml").write_text('id = "ctb-acme-revtool"\n')
+    box = Box({REV: FuzzRun(0, _output([_case(), _case()]))})
+    report = ctb.import_tree(tree, tasks, runner=box, oracles={REV: str(checkout(tmp_path / "co"))},
+                             only=[REV])  # fmt: skip
+    (problem,) = report.tasks[0].problems
+    assert (
+        problem.message
+        == "the task folder exists and it is not a CLI-Tool-Bench import: left as it is"
+    )
+    assert (
+        box.jobs == []
+        and (tasks / "ctb-acme-revtool" / "task.toml").read_text() == 'id = "ctb-acme-revtool"\n'
+    )
+
+
+def test_the_prompts_tool_name_is_the_one_the_cases_call(tree, tmp_path):
+    prompt = tree / "agent_prompt" / REV / "agent_prompt.txt"
+    prompt.write_text(
+        prompt.read_text().replace("**CLI Tool Name**: revtool", "**CLI Tool Name**: flip")
+    )
+    cases = [
+        _case("revtool upper a | revtool reverse b"),
+        _case("echo revtool.py; revtool upper c"),
+    ]
+    box = Box({REV: FuzzRun(0, _output(cases))})
+    tasks = tmp_path / "tasks"
+    report = ctb.import_tree(tree, tasks, runner=box, oracles={REV: str(checkout(tmp_path / "co"))},
+                             only=[REV])  # fmt: skip
+    assert str(report.tasks[0].problems[0]) == (
+        f"note: agent_prompt/{REV}/agent_prompt.txt: field 'CLI Tool Name': the prompt calls the "
+        "tool flip: so do the cases' commands (the oracle's revtool answers for it)"
+    )
+    task = load_catalog(tasks).tasks["ctb-acme-revtool"]
+    assert [c.case.command for c in task.cases] == [
+        "flip upper a | flip reverse b",
+        "echo revtool.py; flip upper c",
+    ]
+    assert {c.pattern for c in task.cases} == {"flip upper <text>"}
+    assert task.spec.interface.tool == "flip" and task.spec.delivery.entry == "/workspace/flip"
+    assert task.spec.oracle is not None and task.spec.oracle.entry == "/opt/icae-oracle-bin/revtool"
