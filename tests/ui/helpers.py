@@ -499,18 +499,28 @@ def evaluating(done: int) -> list:
 SIZES = {"80x24": (80, 24), "200x60": (200, 60)}  # the snapshots' terminals (the `size` fixture)
 
 
+HELD_S = 86_400.0  # a held notification's timeout: it stays for the whole test
+
+
 class Console(IcaeApp):
     """The console, keeping what it notified for the test: `notified` holds (title, message,
-    severity), `told` the messages alone. With `animations=False` nothing is animated."""
+    severity), `told` the messages alone. With `animations=False` nothing is animated; with
+    `hold_notifications` a notification stays until dismissed (its wall-clock timeout would
+    take it away sooner on a loaded machine, so a snapshot would show it or not by chance)."""
 
-    def __init__(self, *, animations: bool = True, **kwargs) -> None:
+    def __init__(
+        self, *, animations: bool = True, hold_notifications: bool = False, **kwargs
+    ) -> None:
         self.notified: list[tuple[str, str, str]] = []
+        self.hold_notifications = hold_notifications
         super().__init__(**kwargs)
         if not animations:
             self.animation_level = "none"
 
     def notify(self, message: str, *, title: str = "", severity="information", **kwargs) -> None:
         self.notified.append((title, str(message), severity))
+        if self.hold_notifications:
+            kwargs["timeout"] = HELD_S
         super().notify(message, title=title, severity=severity, **kwargs)
 
     @property
@@ -519,8 +529,11 @@ class Console(IcaeApp):
 
 
 def still_console(catalog: Catalog, store: RunStore, **kwargs) -> Console:
-    """The console with nothing animated, as the snapshots take it."""
-    return Console(catalog=catalog, store=store, animations=False, **kwargs)
+    """The console with nothing animated and its notifications held, as the snapshots take
+    it."""
+    return Console(
+        catalog=catalog, store=store, animations=False, hold_notifications=True, **kwargs
+    )
 
 
 class Gate(Sleeps):
