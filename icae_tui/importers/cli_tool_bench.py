@@ -329,9 +329,10 @@ def build_task(
     return _Built(files, Reference.ORACLE, recorded)
 
 
-def _fuzz(
+def fuzz_output(
     tree: Path, tool: str, seed: int, runner: FuzzRunner, result: TaskImport
 ) -> FuzzOutput | None:
+    """The tool's cases, from its fuzzer run by `runner` (a box); None after saying why not."""
     shown = f"{REPO_DIR}/{tool}/start.py"
     try:
         job = fuzz_job(tree, tool, seed)
@@ -411,7 +412,7 @@ def import_tree(
         if (owned := _owner_problem(into / result.task_id, tool)) is not None:
             result.problems.append(owned)
             continue
-        out = _fuzz(tree, tool, seed, runner, result)
+        out = fuzz_output(tree, tool, seed, runner, result)
         built = build_task(tree, tool, out, seed, source, result) if out else None
         if built is None or errors_in(result.problems):
             continue

@@ -107,7 +107,7 @@ def run(args: argparse.Namespace, tasks_dir: Path) -> int:
     return 1 if args.task and exported.skipped else 0
 
 
-def _fuzz_in_a_box(job: FuzzJob) -> FuzzRun:
+def fuzz_in_a_box(job: FuzzJob) -> FuzzRun:
     """The fuzzer's run in a box of the local engine (sandbox/docker/fuzz.py)."""
     import asyncio
 
@@ -131,7 +131,7 @@ def _import_cli_tool_bench(args: argparse.Namespace, tasks_dir: Path) -> int:
         oracles[tool] = source
     try:
         report = ctb.import_tree(
-            Path(args.path), tasks_dir, runner=_fuzz_in_a_box, oracles=oracles,
+            Path(args.path), tasks_dir, runner=fuzz_in_a_box, oracles=oracles,
             only=(args.tool or []) + (args.task or []) or None,
             seed=ctb.SEED if args.seed is None else args.seed,
         )  # fmt: skip

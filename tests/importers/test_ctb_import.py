@@ -131,7 +131,7 @@ def test_hostile_or_broken_output_is_located_and_writes_nothing(
 
 
 def test_the_command_line_says_what_each_tool_needs(tree, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("icae_tui.importers.commands._fuzz_in_a_box", Box({}))
+    monkeypatch.setattr("icae_tui.importers.commands.fuzz_in_a_box", Box({}))
     argv = ["--tasks", str(tmp_path / "tasks"), "tasks", "import", "cli-tool-bench", str(tree)]
     assert main([*argv, "--tool", REV]) == 1
     out = capsys.readouterr().out.splitlines()
