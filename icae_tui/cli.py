@@ -88,6 +88,8 @@ def cmd_tasks(args: argparse.Namespace) -> int:
         return transfer.run(args, Path(args.tasks) if args.tasks else default_tasks_dir())
     if args.action == "verify":
         return cmd_tasks_verify(args)
+    if args.action == "check":
+        return cmd_tasks_check(args)
     catalog = _catalog(args)
     for task in catalog.tasks.values():
         counts = {s.value: len(task.cases_in(s)) for s in Split}
@@ -159,6 +161,31 @@ def cmd_tasks_verify(args: argparse.Namespace) -> int:
         return 1 if bad or catalog.errors else 0
 
     return _with_engine(args, verify)
+
+
+def cmd_tasks_check(args: argparse.Namespace) -> int:
+    """Every named task's data, then its oracle twice on every case (icae_tui/task_check.py):
+    0 all sound, 1 problems found, 2 bad usage (a task that is not there) or no engine."""
+    from icae_tui.catalog import default_tasks_dir
+    from icae_tui.task_check import Problem, check_tasks, load_problem
+
+    tasks_dir = Path(args.tasks) if args.tasks else default_tasks_dir()
+    catalog = load_catalog(tasks_dir)
+    failed: dict[str, list[Problem]] = {}  # a task that did not load: its problems, no oracle run
+    for err in catalog.errors:
+        problem = load_problem(err, tasks_dir)
+        failed.setdefault(problem.task, []).append(problem)
+    named = args.task or [*catalog.tasks, *(t for t in failed if t not in catalog.tasks)]
+    if missing := [t for t in named if t not in catalog.tasks and t not in failed]:
+        print(f"error: no such task(s) in {tasks_dir}: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    wanted = [catalog.tasks[t] for t in named if t in catalog.tasks]
+    failed = {t: failed[t] for t in named if t in failed}
+
+    async def check(sandbox: Sandbox) -> int:
+        return await check_tasks(sandbox, wanted, failed, lambda line: print(line, flush=True))
+
+    return _with_engine(args, check)
 
 
 def cmd_images(args: argparse.Namespace) -> int:
@@ -498,8 +525,10 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("console", help="open the console (the default)")
     tasks = sub.add_parser("tasks", help="list the tasks and any task errors; or verify them")
     tasks.add_argument("action", nargs="?", default="list",
-                       choices=["list", "verify", "import", "export"],
-                       help="verify: run every case on the live oracle twice; import / export "
+                       choices=["list", "verify", "check", "import", "export"],
+                       help="verify: run every case on the live oracle twice; check [TASK...]: "
+                       "every task's data, then verify, with a summary (exit 1 on a problem); "
+                       "import / export "
                        "icae-eval PATH: an ICAE-EVAL tree into the tasks folder, or its "
                        "imported tasks back to that layout")  # fmt: skip
     tasks.add_argument("--task", action="append", help="only this task (repeatable)")
@@ -585,9 +614,35 @@ def silence_stdout() -> None:
         pass
 
 
+GLOBAL_FLAGS = ("-h", "--help")  # the global options that take no value
+
+
+def check_names_as_options(argv: list[str]) -> list[str]:
+    """`tasks check A B` as `tasks check --task A --task B`: the tasks parser's positionals
+    after its action are import/export's (a benchmark, a path), so check's task names become
+    the `--task` options they mean before argparse sees them."""
+    at = 0
+    while at < len(argv) and argv[at].startswith("-"):  # global options and their values
+        at += 1 if argv[at] in GLOBAL_FLAGS or "=" in argv[at] else 2
+    if argv[at : at + 2] != ["tasks", "check"]:
+        return argv
+    out, rest = argv[: at + 2], argv[at + 2 :]
+    after_option = False
+    for token in rest:
+        if token.startswith("-"):
+            out.append(token)
+            after_option = "=" not in token and token not in GLOBAL_FLAGS
+        elif after_option:  # an option's value
+            out.append(token)
+            after_option = False
+        else:
+            out += ["--task", token]
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run a command. A closed stdout ends it quietly with EXIT_BROKEN_PIPE, no traceback."""
-    args = parser().parse_args(argv)
+    args = parser().parse_args(check_names_as_options(sys.argv[1:] if argv is None else argv))
     try:
         status = _dispatch(args)
         sys.stdout.flush()  # what is still buffered fails here, not at the interpreter's exit

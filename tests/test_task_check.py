@@ -1,0 +1,102 @@
+"""`icae tasks check`'s data checks and its command line (icae_tui/task_check.py, cli.py), with
+no engine: the oracle's part is tests/integration/test_tasks_check.py."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from icae_tui.catalog import load_catalog
+from icae_tui.cli import check_names_as_options, main
+from icae_tui.task_check import Kind, data_problems, load_problem, summary_line, task_line
+from tests.task_copies import copy_mini, edit_toml, load_mini
+
+
+def lines(problems) -> list[str]:
+    return sorted(p.line() for p in problems)
+
+
+def test_the_fixture_task_has_no_data_problem(fixture_catalog):
+    assert data_problems(fixture_catalog.tasks["mini"]) == []
+
+
+def test_records_cases_fixtures_and_recipes_are_checked(tmp_path):
+    folder = copy_mini(tmp_path)
+    records = folder / "user_agent" / "L1.json"
+    data = json.loads(records.read_text())
+    data["oracle_data"]["hidden_constraints"][1]["oracle_response"] = "  "
+    data["oracle_data"]["hidden_constraints"][1]["trigger_keywords"].append("")
+    records.write_text(json.dumps(data))
+    (folder / "cases" / "enhanced" / "more.json").write_text(json.dumps({"cases": [
+        {"input": {"op": "upper", "text": "a"}, "files": {"a": "x", "a/b": "y", "c//d": "z"}},
+        {"expected_output": "no input\n"},
+    ]}))  # fmt: skip
+    shutil.rmtree(folder / "oracle")
+    problems = data_problems(load_mini(folder))
+    assert all(p.kind is Kind.DATA for p in problems)
+    assert lines(problems) == [
+        "mini: cases/enhanced/more.json: field 'cases[0].files.a/b': inside 'a', which is a "
+        "fixture file",
+        "mini: cases/enhanced/more.json: field 'cases[0].files.c//d': an empty path part",
+        "mini: cases/enhanced/more.json: field 'cases[1].input': missing: a dispatcher task's "
+        "case sends its input as JSON",
+        "mini: oracle/: missing: [oracle] needs the golden code here",
+        "mini: user_agent/L1.json: field 'oracle_data.hidden_constraints[1].oracle_response': "
+        "empty: nothing to reveal",
+        "mini: user_agent/L1.json: field 'oracle_data.hidden_constraints[1].trigger_keywords[2]'"
+        ": empty",
+    ]
+
+
+def test_a_command_task_case_needs_its_command(tmp_path):
+    folder = copy_mini(tmp_path)
+    edit_toml(folder, 'kind = "dispatcher"', 'kind = "command"')
+    problems = data_problems(load_mini(folder))
+    assert problems and all(p.field.endswith(".command") for p in problems)
+    assert problems[0].line().startswith("mini: cases/public/upper.json: field 'cases[0].command'")
+
+
+def test_a_task_that_does_not_load_is_its_load_error_by_file(tmp_path):
+    folder = copy_mini(tmp_path)
+    (folder / "user_agent" / "L3.json").write_text("{")
+    catalog = load_catalog(folder.parent)
+    [problem] = [load_problem(err, folder.parent) for err in catalog.errors]
+    assert problem.task == "mini" and problem.file == "user_agent/L3.json"
+    assert problem.line().startswith("mini: user_agent/L3.json: invalid JSON at line 1")
+
+
+def test_the_lines_a_person_acts_on(tmp_path):
+    assert task_line("semver", [], 120) == (
+        "semver: ok — data sound; 120 cases run twice on the oracle, deterministic and equal "
+        "to their stored outputs"
+    )
+    folder = copy_mini(tmp_path)
+    shutil.rmtree(folder / "oracle")
+    problems = data_problems(load_mini(folder))
+    assert task_line("mini", problems, 6) == "mini: 1 problem (1 data)"
+    assert summary_line(2, {"semver": [], "mini": problems}) == (
+        "checked 2 tasks: 1 sound, 1 with problems (1 data); fix each file and field above, "
+        "then check again"
+    )
+    assert summary_line(1, {"semver": []}) == "checked 1 task: all sound"
+
+
+def test_check_takes_task_names_as_its_positionals():
+    assert check_names_as_options(["tasks", "check", "a", "b"]) == [
+        "tasks", "check", "--task", "a", "--task", "b",
+    ]  # fmt: skip
+    assert check_names_as_options(["--tasks", "tasks", "tasks", "check", "a"]) == [
+        "--tasks", "tasks", "tasks", "check", "--task", "a",
+    ]  # fmt: skip
+    assert check_names_as_options(["--tasks=x", "tasks", "check", "--task", "a", "b"]) == [
+        "--tasks=x", "tasks", "check", "--task", "a", "--task", "b",
+    ]  # fmt: skip
+    for untouched in (["tasks", "import", "icae-eval", "p"], ["tasks"], ["run", "--task", "x"]):
+        assert check_names_as_options(untouched) == untouched
+
+
+def test_an_unknown_task_is_bad_usage(tmp_path, capsys):
+    copy_mini(tmp_path)
+    status = main(["--tasks", str(tmp_path / "tasks"), "tasks", "check", "mini", "nosuch"])
+    assert status == 2
+    assert "no such task(s)" in capsys.readouterr().err
