@@ -12,6 +12,7 @@ from icae_tui.kept import KeptImages
 from icae_tui.run import RunConfig
 from icae_tui.ui.app import IcaeApp
 from icae_tui.ui.screens.case_detail import CaseDetailScreen, EditCaseScreen
+from icae_tui.ui.screens.dialogs import ConfirmScreen
 from icae_tui.ui.screens.run import RunScreen
 from tests.integration.test_rerun import _image_exists
 from tests.ui.helpers import until
@@ -71,7 +72,9 @@ async def test_case_detail_reruns_a_failing_case_as_it_was_and_edited(fixture_ca
         await pilot.press("escape")
         await until(pilot, lambda: app.screen is run)
         assert await _image_exists(outcome.sides.delivery_image)
-        await pilot.press("escape")
+        await pilot.press("escape")  # it asks first: leaving discards the kept delivery
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
         await until(pilot, lambda: not isinstance(app.screen, RunScreen))
         await until(pilot, lambda: app.kept.discarded == [KeptImages(task, outcome.sides)]
                     and not app.kept.pending())  # fmt: skip

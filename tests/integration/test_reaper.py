@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from icae_tui.sandbox.base import Role
 from icae_tui.sandbox.docker.containers import create_container
 from icae_tui.sandbox.docker.engine import connect
 from icae_tui.sandbox.docker.images import BASE_IMAGE
@@ -22,16 +23,17 @@ from tests.polling import eventually
 pytestmark = pytest.mark.docker
 
 
-async def _containers(docker, label: str) -> list:
-    return await docker.containers.list(all=True, filters=json.dumps({"label": [label]}))
+async def _containers(docker, *labels: str) -> list:
+    return await docker.containers.list(all=True, filters=json.dumps({"label": list(labels)}))
 
 
 async def _agent_container_of(docker, proc: subprocess.Popen) -> list:
-    """Wait (without blocking the loop) until the run in `proc` has a container."""
+    """Wait (without blocking the loop) until the run in `proc` has its agent's container
+    (not merely a container: an image build's comes first when an image is missing)."""
 
     async def probe() -> list:
         assert proc.poll() is None, f"the run exited ({proc.returncode}) before its container"
-        return await _containers(docker, f"icae.owner-pid={proc.pid}")
+        return await _containers(docker, f"icae.owner-pid={proc.pid}", f"icae.role={Role.AGENT}")
 
     return await eventually(probe, what="the run to start its agent container", timeout=120,
                             interval=0.2)  # fmt: skip
