@@ -83,6 +83,18 @@ def _read_json(path: Path) -> Any:
         raise TaskError(path, f"cannot read: {err}") from None
 
 
+def _read_validated(model: type[M], path: Path) -> M:
+    """A JSON file as `model`: pydantic's own JSON parser first (about twice as fast as
+    `json.loads` and then validating); on any error the file is read again the slow way, so
+    the error is located and worded as `_read_json` and `_validate` word it."""
+    try:
+        return model.model_validate_json(path.read_bytes())
+    except ValidationError:
+        return _validate(model, _read_json(path), path)
+    except OSError as err:
+        raise TaskError(path, f"cannot read: {err}") from None
+
+
 def load_spec(root: Path) -> TaskSpec:
     path = root / "task.toml"
     if not path.is_file():
@@ -117,11 +129,11 @@ def load_cases(root: Path) -> list[CaseRef]:
     for split in Split:
         folder = root / "cases" / split.value
         for path in sorted(folder.glob("*.json")):
-            case_file = _validate(CaseFile, _read_json(path), path)
+            case_file, stem = _read_validated(CaseFile, path), path.stem
             for index, case in enumerate(case_file.cases):
-                pattern = case.pattern or _default_pattern(path.stem, case.input)
+                pattern = case.pattern or _default_pattern(stem, case.input)
                 refs.append(
-                    CaseRef(split=split, stem=path.stem, index=index, case=case, pattern=pattern)
+                    CaseRef(split=split, stem=stem, index=index, case=case, pattern=pattern)
                 )
     return refs
 
@@ -147,7 +159,7 @@ def _load_task(root: Path) -> tuple[Task, list[TaskError]]:
         ua_path = root / "user_agent" / f"{level.value}.json"
         if not ua_path.is_file():
             raise TaskError(ua_path, "missing user-agent data for level " + level.value)
-        agents[level] = _validate(UserAgentData, _read_json(ua_path), ua_path)
+        agents[level] = _read_validated(UserAgentData, ua_path)
     cases = load_cases(root)
     if not any(c.split is Split.HIDDEN for c in cases):
         raise TaskError(root / "cases" / "hidden", "no hidden cases")
