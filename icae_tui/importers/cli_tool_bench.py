@@ -60,6 +60,9 @@ MAX_PROMPT = 1024 * 1024
 FUZZ_TIMEOUT_S = 300.0
 _IMAGES = {"python": "python", "node": "javascript", "golang": "go", "rust": "rust"}
 _PACKAGES = {"pip": ["python3-pip"], "npm": ["npm"]}
+_PIP = re.compile(r"(?<![\w./-])(?:python3? -m )?pip3? install(?=\s)")
+_NPM = re.compile(r"(?<![\w./-])npm (?:install|i|ci)(?=\s|$)")
+PIP_OFFLINE = "python3 -m pip install --no-index --no-build-isolation --break-system-packages"
 _TOOL = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 _CLONE = re.compile(
     r"git\s+clone\s+(?:-\S+\s+)*(\S+?)(?:\.git)?(?:\s+([^\s&;|]+))?(?=\s*(?:&&|;|$))"
@@ -217,6 +220,16 @@ def _copy_of_checkout(m: re.Match[str]) -> str:
     return f"cp -a /opt/oracle {shlex.quote(m.group(2) or m.group(1).rsplit('/', 1)[-1])}"
 
 
+def offline(lines: list[str]) -> tuple[list[str], list[str]]:
+    """A checkout's install lines as they can run with no network, and the Debian packages
+    they then need: `pip install` from the system's pip, setuptools and wheel (no index, no
+    build isolation: a dependency the system lacks fails the image build, said there)."""
+    if not any(_PIP.search(line) for line in lines):
+        return lines, ["npm"] if any(_NPM.search(line) for line in lines) else []
+    lines = [_PIP.sub(PIP_OFFLINE, line) for line in lines]
+    return lines, ["python3-pip", "python3-setuptools", "python3-wheel"]
+
+
 def _oracle(
     tool: str, name: str, source: str, install: list[str], shown: str
 ) -> tuple[dict[str, TomlValue | None], dict[str, Path], Problem | None]:
@@ -237,7 +250,8 @@ def _oracle(
     golden = {f"oracle/{p.relative_to(checkout).as_posix()}": p
               for p in sorted(checkout.rglob("*"))
               if p.is_file() and not p.is_symlink() and ".git" not in p.relative_to(checkout).parts}  # fmt: skip
-    spec |= {"install": [*replaced, move]}
+    replaced, packages = offline(replaced)
+    spec |= {"install": [*replaced, move], "packages": packages}
     return spec, golden, None
 
 
@@ -260,6 +274,7 @@ def build_task(
     if problem is not None:
         result.problems.append(problem)
         return None
+    packages = oracle.pop("packages", None)
     called = _prompt_name(prompt) or name  # the prompt may name the tool otherwise
     if called != name:
         result.problems.append(Problem(Severity.NOTE, prompt_rel, "CLI Tool Name",
@@ -309,6 +324,8 @@ def build_task(
     image: dict[str, TomlValue | None] = {"base": "icae-base:bookworm", "setup": []}
     if kind is not None:
         image["packages"] = _PACKAGES[kind]
+    elif isinstance(packages, list) and packages:
+        image["packages"] = packages
     files["task.toml"] = "\n".join([
         f"# Imported from CLI-Tool-Bench ({tool}) by `icae tasks import cli-tool-bench`: a new\n"
         "# import rewrites this folder but solutions/, recordings/ and tools/.\n"

@@ -20,7 +20,16 @@ from icae_tui.domain.states import RunStatus
 from icae_tui.run import Run, RunConfig
 from icae_tui.sandbox.docker.engine import connect
 from icae_tui.sandbox.docker.images import ensure_task_images
-from tests.importers.ctb_tree import COWSAY, MOO, REV, REVTOOL, build_tree, checkout
+from tests.importers.ctb_tree import (
+    BASE_ADAPTER,
+    COWSAY,
+    HEADER,
+    MOO,
+    REV,
+    REVTOOL,
+    build_tree,
+    checkout,
+)
 from tests.task_copies import add_solution
 
 pytestmark = pytest.mark.docker
@@ -119,3 +128,64 @@ async def test_a_delivery_that_differs_fails_what_it_should(imported, store):
     assert all(case_id.split("/")[1].startswith("revtool_save") for case_id in failed)
     assert set(failed.values()) == {Verdict.SIDE_EFFECTS}
     assert yaml.safe_load((folder / "solutions" / "wrong.yaml").read_text())["steps"]
+
+
+PYREV_START = (
+    HEADER
+    + """
+class PyrevAdapter(BaseRepoAdapter):
+    base_image = "python:latest"
+
+    def install_oracle(self, container):
+        cmd = "mkdir -p /repo && cd /repo && git clone https://github.com/acme/pyrev.git && cd pyrev && pip install ."
+        container.exec_run(f"sh -c '{cmd}'")
+
+    def install_agent(self, container, local_agent_path):
+        raise NotImplementedError
+
+    def generate_test_cases(self):
+        return [TestCase(command=f"pyrev '{FuzzHelper.get_string()}'", category="pyrev <text>")
+                for _ in range(CASES_PER_CATEGORY)]
+"""
+)
+PYREV = "import sys\n\n\ndef main():\n    print(sys.argv[1][::-1])\n"
+PYPROJECT = """[build-system]
+requires = ["setuptools"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "pyrev"
+version = "1.0"
+
+[project.scripts]
+pyrev = "pyrev:main"
+"""
+
+
+@pytest.fixture
+def pyrev(tmp_path, capsys):
+    """A tool whose adapter installs its checkout with `pip install .`, imported."""
+    tree, tasks = tmp_path / "tree", tmp_path / "tasks"
+    files = {"run_differential_test/BaseRepoAdapter.py": BASE_ADAPTER,
+             "run_differential_test/repo/acme/pyrev/start.py": PYREV_START.replace("{per}", "3"),
+             "agent_prompt/acme/pyrev/agent_prompt.txt": "**CLI Tool Name**: pyrev\n",
+             "checkout/pyrev.py": PYREV, "checkout/pyproject.toml": PYPROJECT}  # fmt: skip
+    for rel, text in files.items():
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / rel).write_text(text)
+    argv = ["--tasks", str(tasks), "tasks", "import", "cli-tool-bench", str(tree),
+            "--oracle", f"acme/pyrev={tree / 'checkout'}"]  # fmt: skip
+    assert main(argv) == 0, capsys.readouterr().out
+    return tasks
+
+
+async def test_a_python_checkout_is_installed_with_pip_offline(pyrev, store):
+    tasks = pyrev
+    spec = load_catalog(tasks).tasks["ctb-acme-pyrev"].spec
+    assert spec.image.packages == ["python3-pip", "python3-setuptools", "python3-wheel"]
+    assert spec.oracle is not None and "--no-index --no-build-isolation" in spec.oracle.install[0]
+    launcher = "#!/usr/bin/env python3\nimport sys\nsys.path.insert(0, '/workspace')\nfrom pyrev import main\nmain()\n"
+    _solution(tasks / "ctb-acme-pyrev", "oracle", {"pyrev.py": PYREV, "pyrev": launcher}, "pyrev")
+    outcome = await _run(tasks, "ctb-acme-pyrev", "scripted:oracle", store)
+    assert [(r.case_id, r.reason) for r in outcome.results if not r.passed] == []
+    assert outcome.score.overall == 1.0 and len(outcome.results) == 3
