@@ -35,11 +35,10 @@ from icae_tui.domain.task import CaseRef, Task
 from icae_tui.evaluation.compare import fuzzy_score
 from icae_tui.evaluation.verdict import (
     COMPARE_CAP,
-    OUTPUT_LIMIT,
     Attempt,
     SideFault,
+    bound_broken,
     case_result,
-    ended,
 )
 from icae_tui.sandbox.base import DISPLAY_CAP
 
@@ -87,27 +86,8 @@ def judge_expected(task: Task, ref: CaseRef, delivery: Attempt) -> CaseResult:
         )
     d = delivery.run
     limit = ref.case.timeout_s or task.spec.cases.timeout_s
-    clock = f", no exit within {limit:g} s" if d.timed_out else ""
-    if d.left_running and ended(d):
-        return result(
-            Verdict.RUNTIME_ERROR, "left processes running after its command ended" + clock
-        )
-    if d.pids_capped:
-        return result(Verdict.RUNTIME_ERROR, "hit the process limit (fork bomb?)" + clock)
-    if d.box_died and not d.oom_killed:
-        return result(Verdict.RUNTIME_ERROR, "killed its own box: every process in it ended, "
-                      "its init's keepalive included")  # fmt: skip
-    if d.timed_out:
-        return result(Verdict.TIME_LIMIT, f"no exit within {limit:g} s")
-    if d.oom_killed:
-        return result(Verdict.MEMORY_LIMIT, "killed: out of memory")
-    if d.disk_full:
-        return result(Verdict.DISK_LIMIT, "filled its box's disk (the disk limit of "
-                      f"{task.spec.cases.disk_mb} MiB: more was written than the box may keep)")  # fmt: skip
-    if d.overflowed:
-        return result(
-            Verdict.OUTPUT_LIMIT, f"more than {OUTPUT_LIMIT // (1024 * 1024)} MiB of output"
-        )
+    if breach := bound_broken(d, limit, task.spec.cases.disk_mb):
+        return result(*breach)
     em = same_as_stored(delivery, expected)
     fm_score = 1.0 if em else round(fuzzy_score(expected, d.stdout), 4)
     fm = fm_score >= task.spec.cases.fm_threshold

@@ -210,6 +210,33 @@ def ended(r: SideRun) -> bool:
     return r.exit_code is not None and not r.overflowed
 
 
+def bound_broken(
+    d: SideRun, limit: float, disk_mb: int, *, oracle: SideRun | None = None
+) -> tuple[Verdict, str] | None:
+    """The bound of its box the delivery's run broke, as a verdict and its reason; None when
+    it kept them all. What the oracle's run (where there is one) did too is not held against
+    the delivery. A fork bomb usually also runs out the clock: the cause is the better
+    verdict, so the rungs go from cause to symptom."""
+    clock = f", no exit within {limit:g} s" if d.timed_out else ""
+    if d.left_running and not (oracle is not None and oracle.left_running) and ended(d):
+        return Verdict.RUNTIME_ERROR, "left processes running after its command ended" + clock
+    if d.pids_capped and not (oracle is not None and oracle.pids_capped):
+        return Verdict.RUNTIME_ERROR, "hit the process limit (fork bomb?)" + clock
+    if d.box_died and not d.oom_killed:
+        return (Verdict.RUNTIME_ERROR, "killed its own box: every process in it ended, "
+                "its init's keepalive included")  # fmt: skip
+    if d.timed_out:
+        return Verdict.TIME_LIMIT, f"no exit within {limit:g} s"
+    if d.oom_killed:
+        return Verdict.MEMORY_LIMIT, "killed: out of memory"
+    if d.disk_full:
+        return (Verdict.DISK_LIMIT, f"filled its box's disk (the disk limit of {disk_mb} MiB: "
+                "more was written than the box may keep)")  # fmt: skip
+    if d.overflowed:
+        return Verdict.OUTPUT_LIMIT, f"more than {OUTPUT_LIMIT // (1024 * 1024)} MiB of output"
+    return None
+
+
 def _oracle_failure(o: SideRun) -> str | None:
     """Why the oracle's run cannot be the reference; None when it can."""
     if o.timed_out:
@@ -236,27 +263,8 @@ def _ladder(task: Task, ref: CaseRef, oracle: SideOutcome, delivery: SideOutcome
     limit = ref.case.timeout_s or task.spec.cases.timeout_s
     if why := _oracle_failure(o):
         return result(Verdict.ORACLE_ERROR, f"the oracle {why}")
-    # A fork bomb usually also runs out the clock: the cause is the better verdict.
-    clock = f", no exit within {limit:g} s" if d.timed_out else ""
-    if d.left_running and not o.left_running and ended(d):
-        return result(Verdict.RUNTIME_ERROR, "left processes running after its command ended"
-                      + clock)  # fmt: skip
-    if d.pids_capped and not o.pids_capped:
-        return result(Verdict.RUNTIME_ERROR, "hit the process limit (fork bomb?)" + clock)
-    if d.box_died and not d.oom_killed:
-        return result(Verdict.RUNTIME_ERROR, "killed its own box: every process in it ended, "
-                      "its init's keepalive included")  # fmt: skip
-    if d.timed_out:
-        return result(Verdict.TIME_LIMIT, f"no exit within {limit:g} s")
-    if d.oom_killed:
-        return result(Verdict.MEMORY_LIMIT, "killed: out of memory")
-    if d.disk_full:
-        return result(Verdict.DISK_LIMIT, "filled its box's disk (the disk limit of "
-                      f"{task.spec.cases.disk_mb} MiB: more was written than the box may keep)")  # fmt: skip
-    if d.overflowed:
-        return result(
-            Verdict.OUTPUT_LIMIT, f"more than {OUTPUT_LIMIT // (1024 * 1024)} MiB of output"
-        )
+    if breach := bound_broken(d, limit, task.spec.cases.disk_mb, oracle=o):
+        return result(*breach)
     exec_ok = o.exit_code == d.exit_code
     sp = exec_ok and same_effects(o, d)
     em = _same_stdout(oracle, delivery)
