@@ -1,5 +1,6 @@
 """The engine tests' fixtures: `images`, the requesting module's tool images (its `IMAGES`, a
-tests.integration.tool_images.ToolImages), built once per module."""
+tests.integration.tool_images.ToolImages), built once per module; `docker`, a connection to
+the engine with the base image built."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import asyncio
 import pytest
 
 from icae_tui.evaluation.differential import Sides
+from icae_tui.sandbox.docker.engine import connect
+from icae_tui.sandbox.docker.images import ensure_base_image
 from tests.integration.tool_images import ToolImages, build_tool_images
 
 
@@ -15,3 +18,11 @@ from tests.integration.tool_images import ToolImages, build_tool_images
 def images(request: pytest.FixtureRequest) -> Sides:
     declared: ToolImages = request.module.IMAGES
     return asyncio.run(build_tool_images(declared.tag, declared.files()))
+
+
+@pytest.fixture
+async def docker():
+    d = await connect()
+    await ensure_base_image(d)
+    yield d
+    await d.close()

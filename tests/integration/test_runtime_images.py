@@ -9,18 +9,9 @@ import pytest
 from icae_tui.domain.runtimes import RECIPES, Runtime
 from icae_tui.errors import ImageBuildError
 from icae_tui.sandbox.docker.containers import container
-from icae_tui.sandbox.docker.engine import connect
-from icae_tui.sandbox.docker.images import BASE_IMAGE, ensure_base_image, ensure_runtime_image
+from icae_tui.sandbox.docker.images import BASE_IMAGE, ensure_runtime_image
 
 pytestmark = pytest.mark.docker
-
-
-@pytest.fixture
-async def docker():
-    d = await connect()
-    await ensure_base_image(d)
-    yield d
-    await d.close()
 
 
 async def test_the_javascript_runtime_is_built_once_and_runs_offline(docker):

@@ -11,9 +11,8 @@ import aiodocker
 import pytest
 
 from icae_tui.sandbox.docker.containers import container, create_container, labels_for, make_tar
-from icae_tui.sandbox.docker.engine import connect
 from icae_tui.sandbox.docker.engine_api import import_rootfs
-from icae_tui.sandbox.docker.images import BASE_IMAGE, ensure_base_image
+from icae_tui.sandbox.docker.images import BASE_IMAGE
 
 pytestmark = pytest.mark.docker
 
@@ -24,14 +23,6 @@ LIST_PROCS = (
     "        try: print(open(f'/proc/{p}/cmdline','rb').read().replace(b'\\0', b' ').decode())\n"
     "        except OSError: pass\n"
 )
-
-
-@pytest.fixture
-async def docker():
-    d = await connect()
-    await ensure_base_image(d)
-    yield d
-    await d.close()
 
 
 async def test_streams_are_separate_and_byte_exact(docker):
