@@ -119,7 +119,9 @@ async def _run(pool: SidePool, call: CaseCall) -> SideOutcome:
             if not await c.died():
                 raise
             seen = await _died(box)  # it died while we looked (a delayed `kill -9 -1`)
-        seen.disk_full = seen.disk_full or watch.tripped
+        if watch.tripped:  # the host stopped the box at its limit: the full disk is the
+            # verdict; what still runs is what that stop killed and had not yet ended
+            seen.disk_full, seen.left = True, 0
     finally:
         await pool.release(
             box, after=seen.after, result=res if res is not None else ExecResult(None, b"", b"")
