@@ -536,7 +536,7 @@ def parser() -> argparse.ArgumentParser:
 
     add_transfer_arguments(tasks)  # import / export's own (icae_tui/importers/commands.py)
 
-    images = sub.add_parser("images", help="build images offline")
+    images = sub.add_parser("images", help="build images (the base offline; a runtime's Debian packages from the mirror, once)")
     images_sub = images.add_subparsers(dest="images_command", required=True, metavar="build")
     build = images_sub.add_parser("build", help="build the base image and the task images")
     build.add_argument("--task", action="append", help="only this task (repeatable)")
