@@ -3,7 +3,8 @@
 `source_files` gives one task's files of the tree from the task's own files and what its
 import kept (icae_origin.py): the same function checks each import (a source file it does
 not give back exactly is kept verbatim), so exporting what was imported writes the tree's
-bytes again. The golden repository is `oracle/` copied back; repo_alias.json holds the
+bytes again. The golden repository is `oracle/` copied back (but the rcb_tests harness laid
+over it), the rcb_tests repository's other files `origin/tests/`; repo_alias.json holds the
 exported tasks' entries in their order.
 """
 
@@ -11,14 +12,20 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from icae_tui.importers.icae_contract import without_contract
 from icae_tui.importers.icae_layout import ALIAS_FILE, case_stem
-from icae_tui.importers.icae_origin import ORIGIN_FILE, VERBATIM, GroundSource, IcaeOrigin
+from icae_tui.importers.icae_origin import (
+    ORIGIN_FILE,
+    TESTS_COPY,
+    VERBATIM,
+    GroundSource,
+    IcaeOrigin,
+)
 from icae_tui.importers.icae_read import PUBLIC_KEY
 from icae_tui.importers.json_format import ICAE, JsonFormat, dump
 
@@ -108,8 +115,9 @@ def task_files(root: Path) -> dict[str, bytes]:
     out: dict[str, bytes] = {}
     for folder in TEXT_FOLDERS:
         for path in sorted((root / folder).rglob("*")):
-            if path.is_file() and not path.is_symlink():
-                out[path.relative_to(root).as_posix()] = path.read_bytes()
+            rel = path.relative_to(root).as_posix()
+            if path.is_file() and not path.is_symlink() and not rel.startswith(TESTS_COPY):
+                out[rel] = path.read_bytes()
     return out
 
 
@@ -146,6 +154,20 @@ def _inside(out: Path, rel: str) -> Path | None:
     return path
 
 
+def _copy_tree(src: Path, dst: Path, skip: Collection[str] = ()) -> int:
+    """Copy the files of `src` (but those whose path in it `skip` names) under `dst`, with
+    their mode; the number of files."""
+    count = 0
+    for path in sorted(src.rglob("*")):
+        rel = path.relative_to(src).as_posix()
+        if path.is_file() and not path.is_symlink() and rel not in skip:
+            count += 1
+            target = dst / rel
+            if _write(target, path.read_bytes()):
+                shutil.copymode(path, target)
+    return count
+
+
 def _write(path: Path, data: bytes) -> bool:
     if path.is_file() and path.read_bytes() == data:
         return False
@@ -172,9 +194,12 @@ def export_tasks(roots: Iterable[Path], out: Path) -> ExportReport:
             continue
         written = source_files(task_files(root), origin)
         golden = _inside(out, origin.golden_folder) if origin.golden_folder else None
+        tests = _inside(out, origin.tests_folder) if origin.tests_folder else None
         outside = [p for p in written if _inside(out, p) is None]
         if origin.golden_folder and golden is None:
             outside.append(origin.golden_folder)
+        if origin.tests_folder and tests is None:
+            outside.append(origin.tests_folder)
         if outside:
             report.skipped.append((str(root), f"{ORIGIN_FILE}: a path outside the layout: "
                                    f"{outside[0]}"))  # fmt: skip
@@ -182,14 +207,11 @@ def export_tasks(roots: Iterable[Path], out: Path) -> ExportReport:
         for path, data in written.items():
             report.files += 1
             _write(out / path, data)
-        oracle = root / "oracle"
+        oracle, kept = root / "oracle", root / TESTS_COPY
         if golden is not None and oracle.is_dir():
-            for src in sorted(oracle.rglob("*")):
-                if src.is_file() and not src.is_symlink():
-                    dst = golden / src.relative_to(oracle)
-                    report.files += 1
-                    if _write(dst, src.read_bytes()):
-                        shutil.copymode(src, dst)
+            report.files += _copy_tree(oracle, golden, set(origin.oracle_overlay))
+        if tests is not None and kept.is_dir():
+            report.files += _copy_tree(kept, tests)
         origins.append(origin)
         report.exported.append(origin.alias)
     aliases = alias_file(origins)

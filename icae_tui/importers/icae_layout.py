@@ -7,11 +7,23 @@ PATH/
   user_agent/prd_json_easy/<alias>.json     easy    → L3    {description, cases}}}
   fuzzy_prds{,_medium,_easy}/<alias>/start.md   the PRD the agent is given, per level
   detailed_prds/<alias>/start.md            GroundPRD, where present (gated by ICAE-EVAL)
-  repo_alias.json                           {alias: {key, language, total_lines_of_code, …}}
-  rcb_tests_repos/<key>/rcb_tests/{public_test_cases,test_cases,enhanced_test_cases}/*.json
-  realcode_repos/<key>/                     the golden repository (runnable when it holds
-                                            rcb_tests/test.sh: ICAE's protocol)
+  repo_alias.json                           {alias: {url, …, language, key, username,
+                                             repo_name, alias}}; key = username__repo_name
+  rcb_tests_repos/<key>/rcb_tests/          the authoritative cases (rcb_tests_repos.tar.gz):
+      {public_test_cases,test_cases,enhanced_test_cases}/<stem>.json
+      test.sh, …                            what else it holds: kept for an export
+  realcode_repos/<key>/                     the golden repository (realcode_repos.tar.lz4):
+                                            the original source (with its RCB dispatcher),
+                                            which ICAE-EVAL only reads for structural scores
 ```
+
+ICAE-EVAL runs the protocol on the agent's delivery only: `bash rcb_tests/test.sh
+--cases-dir <sub>` (default test_cases) in a copy of it, the cases of rcb_tests/<sub>/*.json
+given without their expected_output; each case's raw stdout is read back from
+rcb_tests/stdout/<sub>/<stem>@<index>.txt (any zero-padding, numbered from 0 or 1) and
+compared, as text, with the expected_output (a non-string as its json.dumps). Here a golden
+repository is run through the same protocol when it holds rcb_tests/test.sh or its rcb_tests
+repository does (icae_read.py).
 
 The two data roots can be elsewhere, as ICAE-EVAL's ICAE_RCB_TESTS_DIR and
 ICAE_GOLDEN_REPOS_DIR allow (`Layout.tests`, `Layout.golden`); an alias without a key in
@@ -35,7 +47,7 @@ GOLDEN_ROOT = "realcode_repos"
 DETAILED_ROOT = "detailed_prds"
 START = "start.md"
 RCB = "rcb_tests"
-HARNESS = "rcb_tests/test.sh"  # a golden repository runs its cases through it
+HARNESS = "rcb_tests/test.sh"  # ICAE's protocol: every case runs through it
 # tools/write_fuzzy_prds.py: start.md = PRD_HEADER + fuzzy_prd
 PRD_HEADER = "## Product Requirement Document\n\n"
 QUERY_BUDGET = 16  # ICAE-EVAL's default --query-count
@@ -126,6 +138,11 @@ def detailed_path(alias: str) -> str:
 def case_dir_path(folder: str, case_dir: CaseDir) -> str:
     """`folder` is the repository's folder name under rcb_tests_repos/ (its key)."""
     return f"{TESTS_ROOT}/{folder}/{RCB}/{case_dir.value}"
+
+
+def tests_path(folder: str) -> str:
+    """The rcb_tests repository of `folder` (its key)."""
+    return f"{TESTS_ROOT}/{folder}"
 
 
 def golden_path(folder: str) -> str:

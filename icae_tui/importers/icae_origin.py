@@ -23,6 +23,7 @@ from icae_tui.importers.json_format import JsonFormat
 
 ORIGIN_FILE = "origin/icae-eval.json"
 VERBATIM = "origin/verbatim/"  # + the file's path in the ICAE-EVAL layout
+TESTS_COPY = "origin/tests/"  # + the file's path in its rcb_tests repository
 ORIGIN_VERSION = 1
 
 
@@ -67,4 +68,9 @@ class IcaeOrigin(_Model):
     ground_file: str | None = None
     case_dirs: list[CaseDirOrigin] = Field(default_factory=list)
     golden_folder: str | None = None  # its ICAE layout path, when the task's oracle is it
+    # oracle/<path> that are the rcb_tests repository's harness, not the golden repository's
+    oracle_overlay: list[str] = Field(default_factory=list)
+    # the rcb_tests repository's ICAE layout path, when it holds more than the case files
+    # (kept in TESTS_COPY)
+    tests_folder: str | None = None
     verbatim: list[str] = Field(default_factory=list)

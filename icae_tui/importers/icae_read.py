@@ -1,6 +1,14 @@
 """Reading one alias of an ICAE-EVAL tree: its three levels, PRDs, cases, golden repository
 and repo_alias.json entry, with every problem found named by file and field.
 
+The rcb_tests repository (rcb_tests_repos/<key>/) holds more than the three case folders:
+ICAE-EVAL's `rcb_tests/test.sh` (the harness its expected outputs were made with) and what
+else it ships; every such file is kept for an export (`AliasData.test_files`). The golden
+repository (realcode_repos/<key>/) is the original source ICAE-EVAL reads for its
+structural scores only; it is run here through ICAE's protocol when it holds
+rcb_tests/test.sh, or when the rcb_tests repository does (then that harness is laid over a
+copy of it: `AliasData.overlay`).
+
 A problem is an ERROR when the task cannot be imported as it is (a level missing, a file that
 is not JSON, data the task format refuses, no hidden cases), a WARNING when it can but the
 data is odd (a stored expected output that is not a string: kept as the JSON text ICAE-EVAL
@@ -24,6 +32,8 @@ from icae_tui.domain.task import CaseFile, UserAgentData
 from icae_tui.importers.icae_layout import (
     ALIAS_FILE,
     HARNESS,
+    RCB,
+    TESTS_ROOT,
     CaseDir,
     Difficulty,
     Layout,
@@ -36,6 +46,8 @@ from icae_tui.importers.json_format import JsonFormat, detect, parse
 from icae_tui.importers.problems import Problem, Severity, field_path
 
 PUBLIC_KEY = "public_test_cases"
+# what of an rcb_tests/ folder is not its harness: the case folders, the captured outputs
+_NOT_HARNESS = {*(d.value for d in CaseDir), "stdout"}
 TC_PREFIX = "TC_"
 MAX_ERRORS_PER_FILE = 5  # of one model's validation errors, the rest counted
 
@@ -114,7 +126,12 @@ class AliasData:
     public: list[CaseFileData] = field(default_factory=list)
     public_from: PublicSource | None = None
     golden: Path | None = None  # the golden repository (runnable or not)
-    golden_runs: bool = False  # it holds rcb_tests/test.sh
+    golden_runs: bool = False  # it holds rcb_tests/test.sh, or the overlay gives it one
+    tests_repo: Path | None = None  # rcb_tests_repos/<key>/, when the tree has it
+    # its files but the case files imported, by their path in it (kept for an export)
+    test_files: dict[str, Path] = field(default_factory=dict)
+    # rcb_tests/<path> of the rcb_tests repository's harness laid over the golden repository
+    overlay: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
 
     def add(self, severity: Severity, file: str, field_name: str, message: str) -> None:
@@ -236,6 +253,8 @@ def _read_level(layout: Layout, out: AliasData, difficulty: Difficulty) -> None:
 def _read_case_dirs(layout: Layout, out: AliasData) -> None:
     root = layout.case_root(out.folder)
     shown = layout.shown(root)
+    if root.parent.is_dir():
+        out.tests_repo = root.parent
     if not root.is_dir():
         out.add(Severity.ERROR, shown, "",
                 "missing: no hidden cases (ICAE-EVAL's authoritative rcb_tests)")  # fmt: skip
@@ -262,6 +281,22 @@ def _read_case_dirs(layout: Layout, out: AliasData) -> None:
         if case_dir is CaseDir.NATIVE and not files and not list(folder.glob("*.json")):
             out.add(Severity.ERROR, layout.shown(folder), "", "no hidden cases (no *.json)")
         out.case_dirs[case_dir] = files
+
+
+def _keep_test_files(layout: Layout, out: AliasData) -> None:
+    """Every file of the rcb_tests repository but the case files imported from it: its
+    test.sh and what else it holds, kept as they are for an export."""
+    if out.tests_repo is None:
+        return
+    imported = {f.source.path for files in out.case_dirs.values() for f in files if f.source}
+    prefix = f"{TESTS_ROOT}/{out.folder}/"
+    for path in sorted(out.tests_repo.rglob("*")):
+        rel = path.relative_to(out.tests_repo).as_posix()
+        if path.is_symlink():
+            out.add(Severity.WARNING, layout.shown(path), "",
+                    "a symbolic link: left out of the task (an export lacks it)")  # fmt: skip
+        elif path.is_file() and prefix + rel not in imported:
+            out.test_files[rel] = path
 
 
 def _choose_public(out: AliasData) -> None:
@@ -324,14 +359,26 @@ def _find_golden(layout: Layout, out: AliasData) -> None:
                 "outputs, as ICAE-EVAL scores them")  # fmt: skip
         return
     out.golden = repo
-    out.golden_runs = (repo / HARNESS).is_file()
-    if out.golden_runs:
+    if (repo / HARNESS).is_file():
+        out.golden_runs = True
         out.add(Severity.NOTE, shown, "", "cases are differential against this golden repository")
-    else:
+        return
+    if HARNESS in out.test_files:
+        tests = layout.shown(out.tests_repo / RCB) if out.tests_repo else RCB
+        out.overlay = [
+            rel for rel in out.test_files
+            if rel.startswith(f"{RCB}/") and not (repo / rel).exists()
+            and rel.split("/")[1] not in _NOT_HARNESS
+        ]  # fmt: skip
+        out.golden_runs = True
         out.add(Severity.NOTE, shown, "",
-                f"the golden repository holds no {HARNESS} (ICAE's protocol) to run cases "
-                "through: they are judged against their stored expected outputs (its files "
-                "are kept in oracle/ for an export)")  # fmt: skip
+                "cases are differential against this golden repository, run through "
+                f"the rcb_tests repository's harness ({tests}/test.sh) laid over it")  # fmt: skip
+        return
+    out.add(Severity.NOTE, shown, "",
+            f"neither the golden repository nor its rcb_tests repository holds {HARNESS} "
+            "(ICAE's protocol) to run cases through: they are judged against their stored "
+            "expected outputs (its files are kept in oracle/ for an export)")  # fmt: skip
 
 
 def read_alias(layout: Layout, alias: str, index: AliasIndex) -> AliasData:
@@ -349,6 +396,7 @@ def read_alias(layout: Layout, alias: str, index: AliasIndex) -> AliasData:
     if detailed.is_file():
         out.detailed = _source(layout, detailed, detailed_path(alias))
     _read_case_dirs(layout, out)
+    _keep_test_files(layout, out)
     _choose_public(out)
     _check_fixtures(out)
     _find_golden(layout, out)

@@ -9,8 +9,11 @@ of its source (icae_origin.py).
 - `cases/public`: rcb_tests/public_test_cases (else a level's public_test_cases);
   `cases/hidden`: test_cases; `cases/enhanced`: enhanced_test_cases.
 - `oracle/`: the golden repository, when the tree has one; the task's [oracle] runs it when
-  it holds rcb_tests/test.sh. Then its cases are differential against it, else judged
+  it holds rcb_tests/test.sh, or the rcb_tests repository does (its harness is laid over
+  the golden repository's files). Then its cases are differential against it, else judged
   against their stored expected outputs as ICAE-EVAL scores them.
+- `origin/tests/`: the rcb_tests repository's files but its case files (its test.sh, …),
+  as they are, for an export.
 - `task.toml`: language and size from repo_alias.json, ICAE's language image (or the one
   asked for), the protocol's tool `icae-case` on both sides, ICAE's query budget.
 """
@@ -39,9 +42,11 @@ from icae_tui.importers.icae_layout import (
     case_stem,
     golden_path,
     task_id,
+    tests_path,
 )
 from icae_tui.importers.icae_origin import (
     ORIGIN_FILE,
+    TESTS_COPY,
     VERBATIM,
     CaseDirOrigin,
     CaseFileOrigin,
@@ -64,7 +69,9 @@ class BuiltTask:
     task_id: str
     reference: Reference
     files: dict[str, bytes]  # the text files, by path in the task folder
-    golden: dict[str, Path] = field(default_factory=dict)  # oracle/<path> → the source file
+    # the files copied as they are (mode too), by path in the task folder: oracle/<path>,
+    # origin/tests/<path> → the source file
+    golden: dict[str, Path] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
 
 
@@ -163,6 +170,8 @@ def _golden(data: AliasData, built: BuiltTask, shown: str) -> None:
                                           "left out of the oracle"))  # fmt: skip
         elif path.is_file():
             built.golden[f"oracle/{path.relative_to(data.golden).as_posix()}"] = path
+    for rel in data.overlay:
+        built.golden[f"oracle/{rel}"] = data.test_files[rel]
 
 
 def build_task(data: AliasData, index: AliasIndex, *, base: str | None, shown_golden: str) -> BuiltTask:
@@ -221,12 +230,16 @@ def build_task(data: AliasData, index: AliasIndex, *, base: str | None, shown_go
             case_dirs.append(CaseDirOrigin(dir=case_dir, folder=folder, files=kept))
     if data.golden is not None:
         _golden(data, built, shown_golden)
+    for rel, path in data.test_files.items():
+        built.golden[TESTS_COPY + rel] = path
     files["task.toml"] = task_toml(data, reference, base).encode()
     origin = IcaeOrigin(
         alias=data.alias, key=data.folder, alias_record=data.record,
         alias_index=index.order.get(data.alias), alias_format=index.format,
         levels=levels, ground=ground, ground_file=ground_file, case_dirs=case_dirs,
         golden_folder=golden_path(data.folder) if data.golden is not None else None,
+        oracle_overlay=list(data.overlay),
+        tests_folder=tests_path(data.folder) if data.test_files else None,
     )  # fmt: skip
     origin = _keep_verbatim(data, origin, built, formats)
     files[ORIGIN_FILE] = dump(origin.model_dump(mode="json"), OURS)

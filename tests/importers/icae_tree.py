@@ -5,15 +5,18 @@ ICAE-EVAL's is used.
 `build_tree` makes three aliases of one little text tool (JSON on stdin: `count`, `upper`,
 `len`), each with three levels and public, hidden and enhanced cases:
 
-- realcode@101: a golden repository (a dispatcher and its rcb_tests/test.sh): clean.
+- realcode@101: a golden repository (the original source: the tool and its own tests): clean.
 - realcode@102: no golden repository; a stored expected output that is a number (the tool's
   `len` prints it without a newline, as ICAE compares json.dumps(3) == "3"); its normal
   level has a TC_ record for a public case file it does not have (a missing fixture).
 - realcode@103: its easy level is missing, and its medium level's records are
   realcode@101's, copied word for word.
 
-`TOOL` is the tool itself and `HARNESS`/`RUNNER` the protocol's test.sh around it: the golden
-repository, and what a scripted delivery that is the oracle itself writes.
+As in ICAE-EVAL's data, each alias's rcb_tests repository (rcb_tests_repos/<key>/rcb_tests/)
+holds its three case folders and the protocol's harness (`RCB_HARNESS`: test.sh and the
+helper it calls); the golden repository (realcode_repos/<key>/, `GOLDEN`) is the original
+source, without rcb_tests/. `TOOL` is the tool itself; what a scripted delivery that is the
+oracle itself writes is both.
 """
 
 from __future__ import annotations
@@ -80,8 +83,25 @@ cd "$(dirname "$0")/.."
 python3 rcb_tests/run_cases.py "rcb_tests/$dir" "rcb_tests/stdout/$dir"
 '''
 
-GOLDEN = {"tool.py": TOOL, "rcb_tests/test.sh": HARNESS, "rcb_tests/run_cases.py": RUNNER,
+ORIGINAL_TESTS = '''import json
+import subprocess
+import sys
+
+
+def run(req):
+    return subprocess.run([sys.executable, "tool.py"], input=json.dumps(req), text=True,
+                          capture_output=True).stdout
+
+
+def test_count():
+    assert run({"action": "count", "text": "one two three"}) == "words=3\\n"
+'''
+
+# realcode_repos/<key>/: the original source, as ICAE-EVAL ships it (no rcb_tests/)
+GOLDEN = {"tool.py": TOOL, "tests/test_tool.py": ORIGINAL_TESTS,
           "README.md": "# wordtool\n\nThe golden repository.\n"}  # fmt: skip
+# rcb_tests_repos/<key>/rcb_tests/: beside the case folders, the protocol's harness
+RCB_HARNESS = {"rcb_tests/test.sh": HARNESS, "rcb_tests/run_cases.py": RUNNER}
 
 
 def icae_json(data: Any) -> str:
@@ -180,6 +200,9 @@ def write_alias(
                           ("enhanced_test_cases", ENHANCED)):  # fmt: skip
         for name, content in files.items():
             write(root, f"{rcb}/{folder}/{name}", icae_json(content))
+    for rel, text in RCB_HARNESS.items():
+        write(root, f"rcb_tests_repos/{key}/{rel}", text)
+    (root / rcb / "test.sh").chmod(0o755)
     if golden:
         for rel, text in GOLDEN.items():
             write(root, f"realcode_repos/{key}/{rel}", text)
@@ -221,9 +244,11 @@ def tree_files(root: Path) -> dict[str, bytes]:
 
 def oracle_solution(task_folder: Path, *, golden: bool = True) -> None:
     """solutions/oracle.yaml: a scripted delivery that is the oracle itself (the golden
-    repository's files, or for a task without one the tool that wrote its stored outputs)."""
+    repository's files and its rcb_tests harness, or for a task without one the tool that
+    wrote its stored outputs)."""
     steps: list[dict[str, Any]] = [{"say": "Writing the reference implementation."}]
-    steps += [{"write": {"path": rel, "content": text}} for rel, text in GOLDEN.items()]
+    steps += [{"write": {"path": rel, "content": text}}
+              for rel, text in {**GOLDEN, **RCB_HARNESS}.items()]  # fmt: skip
     steps += [{"run": "bash rcb_tests/test.sh --cases-dir public_test_cases"},
               {"submit": "The reference implementation, behind ICAE's test.sh."}]  # fmt: skip
     description = "the oracle itself" if golden else "the tool that wrote the stored outputs"

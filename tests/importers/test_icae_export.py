@@ -52,8 +52,10 @@ def test_export_gives_the_imported_trees_files_back_byte_for_byte(tmp_path):
     assert origin_of(tmp_path / "tasks/realcode-102").verbatim == [
         "rcb_tests_repos/acme__lentool/rcb_tests/test_cases/feature3_len.json"
     ]
-    golden = tmp_path / "out/realcode_repos/acme__wordtool/rcb_tests/test.sh"
-    assert golden.stat().st_mode == (tree / "realcode_repos/acme__wordtool/rcb_tests/test.sh").stat().st_mode
+    # the rcb_tests repository's harness, with its mode, where it was (not in the golden one)
+    harness = "rcb_tests_repos/acme__wordtool/rcb_tests/test.sh"
+    assert (tmp_path / "out" / harness).stat().st_mode == (tree / harness).stat().st_mode
+    assert not (tmp_path / "out/realcode_repos/acme__wordtool/rcb_tests").exists()
 
 
 def test_an_edited_task_exports_its_edit(tmp_path):

@@ -113,8 +113,13 @@ def test_imported_tasks_load_with_their_levels_cases_and_interface(tree, tmp_pat
     lens = [r.case.expected_output for r in stored.cases if r.stem == "feature3_len"]
     assert lens == ["3", "5"]  # the stored number as ICAE compares it
     oracle = tmp_path / "tasks/realcode-101/oracle"
+    # the golden repository's files, and the rcb_tests repository's harness laid over them
+    assert (oracle / "tool.py").read_bytes() == (
+        tree / "realcode_repos/acme__wordtool/tool.py").read_bytes()  # fmt: skip
     assert (oracle / "rcb_tests/test.sh").read_bytes() == (
-        tree / "realcode_repos/acme__wordtool/rcb_tests/test.sh").read_bytes()  # fmt: skip
+        tree / "rcb_tests_repos/acme__wordtool/rcb_tests/test.sh").read_bytes()  # fmt: skip
+    assert (oracle / "rcb_tests/test.sh").stat().st_mode & 0o111
+    assert not (oracle / "rcb_tests/test_cases").exists()
     assert not (tmp_path / "tasks/realcode-102/oracle").exists()
 
 
@@ -224,14 +229,42 @@ def test_a_level_whose_examples_differ_from_the_authoritative_public_cases_is_wa
 
 
 def test_a_golden_repository_without_the_protocols_harness_cannot_be_the_oracle(tree, tmp_path):
-    (tree / "realcode_repos/acme__wordtool/rcb_tests/test.sh").unlink()
+    (tree / "rcb_tests_repos/acme__wordtool/rcb_tests/test.sh").unlink()
     task = _by_alias(_import(tree, tmp_path / "tasks"))["realcode@101"]
     assert task.outcome is Outcome.CREATED and task.reference is Reference.EXPECTED
     assert _has(task.problems, Severity.NOTE, "realcode_repos/acme__wordtool", "",
-                "holds no rcb_tests/test.sh")  # fmt: skip
+                "neither the golden repository nor its rcb_tests repository holds "
+                "rcb_tests/test.sh")  # fmt: skip
     loaded = load_catalog(tmp_path / "tasks").tasks["realcode-101"]
     assert loaded.spec.oracle is None  # its files are kept (an export gives them back)
     assert (tmp_path / "tasks/realcode-101/oracle/tool.py").is_file()
+
+
+def test_a_golden_repository_with_its_own_harness_runs_it(tree, tmp_path):
+    own = "#!/bin/bash\n# the golden repository's own harness\n"
+    write(tree, "realcode_repos/acme__wordtool/rcb_tests/test.sh", own)
+    task = _by_alias(_import(tree, tmp_path / "tasks"))["realcode@101"]
+    assert task.reference is Reference.ORACLE
+    assert _has(task.problems, Severity.NOTE, "realcode_repos/acme__wordtool", "",
+                "cases are differential against this golden repository")  # fmt: skip
+    oracle = tmp_path / "tasks/realcode-101/oracle"
+    assert (oracle / "rcb_tests/test.sh").read_text() == own
+    # the rcb_tests repository's helper is not laid over a repository with its own harness
+    assert not (oracle / "rcb_tests/run_cases.py").exists()
+    assert origin_of(tmp_path / "tasks/realcode-101").oracle_overlay == []
+
+
+def test_the_rcb_tests_repositorys_other_files_are_kept_as_they_are(tree, tmp_path):
+    write(tree, "rcb_tests_repos/acme__lentool/rcb_tests/.results.txt", "PASS a\n")
+    write(tree, "rcb_tests_repos/acme__lentool/rcb_tests/test_cases/notes.md", "# notes\n")
+    task = _by_alias(_import(tree, tmp_path / "tasks"))["realcode@102"]
+    assert task.outcome is Outcome.CREATED and task.reference is Reference.EXPECTED
+    kept = tmp_path / "tasks/realcode-102/origin/tests/rcb_tests"
+    assert sorted(p.relative_to(kept).as_posix() for p in kept.rglob("*") if p.is_file()) == [
+        ".results.txt", "run_cases.py", "test.sh", "test_cases/notes.md"]  # fmt: skip
+    assert origin_of(tmp_path / "tasks/realcode-102").tests_folder == "rcb_tests_repos/acme__lentool"
+    # no golden repository: the harness alone is no oracle (its dispatcher is not there)
+    assert not (tmp_path / "tasks/realcode-102/oracle").exists()
 
 
 def test_a_missing_start_md_is_the_levels_fuzzy_prd_as_icae_writes_it(tree, tmp_path):
