@@ -19,15 +19,18 @@ from __future__ import annotations
 
 ADAPTER_PATH = "/usr/local/lib/icae/run-case.sh"
 TOOL = "icae-case"
-CASES_DIR = "icae_case"  # the one-case folder under rcb_tests/
+# the one-case folder under rcb_tests/: ICAE-EVAL's default --cases-dir, the folder of the
+# hidden cases it scores (it, too, replaces the folder with the cases it runs)
+CASES_DIR = "test_cases"
 TIMEOUT_S = 120.0  # a case: test.sh may build the project first, on every case
 
 ADAPTER = f"""#!/bin/sh
 # {TOOL} ROOT: one case through ICAE-EVAL's evaluation protocol (icae-tui's importer wrote
 # this). The case's JSON object (stdin) is the only case of rcb_tests/{CASES_DIR}/case.json;
 # `bash rcb_tests/test.sh --cases-dir {CASES_DIR}` runs in ROOT; what it captured,
-# rcb_tests/stdout/{CASES_DIR}/case@NNN.txt, is this command's stdout. test.sh's own output
-# is not: it is shown on stderr only when nothing was captured (then the exit status is 3).
+# rcb_tests/stdout/{CASES_DIR}/case@N.txt (N: digits, any zero-padding), is this command's
+# stdout. test.sh's own output is not: it is shown on stderr only when nothing was captured
+# (then the exit status is 3).
 root=${{1:?usage: {TOOL} ROOT}}
 cd "$root" || exit 3
 rm -rf rcb_tests/{CASES_DIR} rcb_tests/stdout/{CASES_DIR}
@@ -37,6 +40,10 @@ mkdir -p rcb_tests/{CASES_DIR} || exit 3
 log=$(mktemp) || exit 3
 bash rcb_tests/test.sh --cases-dir {CASES_DIR} </dev/null >"$log" 2>&1
 for out in rcb_tests/stdout/{CASES_DIR}/case@*.txt; do
+    index=${{out##*/case@}}
+    case "${{index%.txt}}" in
+        ''|*[!0-9]*) continue ;;  # as ICAE-EVAL reads them: <stem>@<digits>.txt
+    esac
     if [ -f "$out" ]; then
         cat "$out"
         exit 0
