@@ -1,4 +1,4 @@
-"""Time to load a catalog of 500 task folders, printed beside the figure for 5, in one process.
+"""Time to list a catalog of 500 task folders, printed beside the figure for 5, in one process.
 
     python benchmarks/catalog.py [--tasks 500] [--small 5] [--repeat 3]
 
@@ -6,14 +6,20 @@ The folders are copies of the sample tasks (`tasks/semver`, `tidy`, `wordfreq` i
 task.toml with a new id, PRDs, user-agent records, cases and solutions; not their oracle or
 recordings, which the catalog does not read), written once to a temporary folder. Each figure
 is the best of `--repeat` loads of the whole folder with `icae_tui.catalog.load_catalog`, in
-wall-clock and CPU seconds (on a busy machine the CPU figure is the steadier). The baseline
-loads the same folders with PyYAML's pure-Python parser (what the catalog used before it took
-libyaml's). Nothing is asserted: a figure to read, not a test.
+wall-clock and CPU seconds (on a busy machine the CPU figure is the steadier), three ways:
+
+- listed: the folders unchanged since the index last saw them (icae_tui/catalog_index.py) —
+  what every start of the console and `icae tasks` after the first costs;
+- first load: no index yet — every task read and validated in full, the index written;
+- baseline, no index: every load validates everything (the catalog before the index).
+
+Nothing is asserted: a figure to read, not a test. The index goes to a temporary cache folder.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import sys
@@ -24,9 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import yaml  # noqa: E402
-
-from icae_tui import catalog  # noqa: E402
+from icae_tui import catalog, catalog_index  # noqa: E402
 
 SAMPLES = ("semver", "tidy", "wordfreq")
 PARTS = ("prd", "user_agent", "cases", "solutions")
@@ -47,18 +51,28 @@ def write_catalog(folder: Path, n: int) -> Path:
     return folder
 
 
-def best_load(folder: Path, repeat: int) -> tuple[float, float, int]:
-    """The best wall-clock and CPU seconds of `repeat` loads, and how many tasks loaded."""
-    walls, cpus, loaded = [], [], 0
+def best_load(folder: Path, repeat: int, *, index: bool, fresh: bool) -> tuple[float, float, int]:
+    """The best wall-clock and CPU seconds of `repeat` loads, and how many tasks listed;
+    `fresh`: the index is removed before each load (a first load)."""
+    walls, cpus, listed = [], [], 0
     for _ in range(repeat):
+        if fresh:
+            catalog_index.index_path(folder).unlink(missing_ok=True)
         wall, cpu = time.perf_counter(), time.process_time()
-        result = catalog.load_catalog(folder)
+        result = catalog.load_catalog(folder, index=index)
         walls.append(time.perf_counter() - wall)
         cpus.append(time.process_time() - cpu)
         if result.errors:
             raise SystemExit(f"{folder}: {result.errors[0]}")
-        loaded = len(result.tasks)
-    return min(walls), min(cpus), loaded
+        listed = len(result.cards)
+    return min(walls), min(cpus), listed
+
+
+WAYS = (  # label, index, fresh
+    ("listed (index, unchanged)", True, False),
+    ("first load (writes index)", True, True),
+    ("baseline: no index", False, False),
+)
 
 
 def main() -> None:
@@ -68,15 +82,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
+        os.environ["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")
         folders = {n: write_catalog(Path(tmp) / str(n), n) for n in (args.small, args.tasks)}
+        for folder in folders.values():
+            catalog.load_catalog(folder)  # the index of the unchanged folders
         print(f"load_catalog, best of {args.repeat} (wall s / cpu s):")
-        rows = [("libyaml", catalog.YAML_LOADER), ("pure-Python YAML (baseline)", yaml.SafeLoader)]
-        for label, loader in rows:
-            catalog.YAML_LOADER = loader
+        for label, index, fresh in WAYS:
             figures = []
             for folder in folders.values():
-                wall, cpu, loaded = best_load(folder, args.repeat)
-                figures.append(f"{loaded:>4} tasks {wall:7.3f} / {cpu:7.3f}")
+                wall, cpu, listed = best_load(folder, args.repeat, index=index, fresh=fresh)
+                figures.append(f"{listed:>4} tasks {wall:7.3f} / {cpu:7.3f}")
             print(f"  {label:<28} " + "   ".join(figures))
 
 

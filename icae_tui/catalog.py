@@ -1,17 +1,24 @@
-"""Find, load and validate tasks. One bad task never hides the rest."""
+"""Find, load and validate tasks. One bad task never hides the rest.
+
+Listing is from cards (icae_tui/catalog_index.py keeps them between loads, so a catalog of
+hundreds lists without reading its large files); a task's cases, records and solutions are
+loaded when the task is first used (`Catalog.tasks[id]`)."""
 
 from __future__ import annotations
 
 import json
 import re
 import tomllib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from icae_tui import catalog_index
+from icae_tui.catalog_search import TaskCard
 from icae_tui.domain.runtimes import runtime_problem
 from icae_tui.domain.solution import Solution
 from icae_tui.domain.task import (
@@ -26,6 +33,7 @@ from icae_tui.domain.task import (
 from icae_tui.errors import ConfigError
 
 M = TypeVar("M", bound=BaseModel)
+D = TypeVar("D")
 # libyaml's parser when PyYAML has it: the same documents, some twenty times faster (a catalog
 # of hundreds of tasks parses a few solutions each)
 YAML_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -40,10 +48,79 @@ class TaskError(ConfigError):
         self.message = message
 
 
+class TaskLoader(Mapping[str, Task]):
+    """A listed catalog's tasks by id, each loaded in full (its cases, records and solutions
+    read and validated) when first asked for, then kept. A task whose files were changed into
+    a malformed one since the listing raises its TaskError on `[id]`; `get` returns None
+    and keeps the error in `failed`, for a display to say why."""
+
+    def __init__(self, roots: Mapping[str, Path], loaded: Mapping[str, Task]) -> None:
+        self.roots = dict(roots)
+        self.loaded = dict(loaded)
+        self.failed: dict[str, TaskError] = {}
+
+    def __getitem__(self, task_id: str) -> Task:
+        if (task := self.loaded.get(task_id)) is None:
+            root = self.roots[task_id]
+            try:
+                task = self.loaded[task_id] = load_task(root)
+            except TaskError as err:
+                self.failed[task_id] = err
+                raise
+            except Exception as err:  # as the listing words it
+                self.failed[task_id] = TaskError(root, f"cannot load: {type(err).__name__}: {err}")
+                raise self.failed[task_id] from None
+        return task
+
+    @overload
+    def get(self, task_id: str, /) -> Task | None: ...
+
+    @overload
+    def get(self, task_id: str, /, default: Task | D) -> Task | D: ...
+
+    def get(self, task_id: str, /, default: object = None) -> object:
+        try:
+            return self[task_id]
+        except (KeyError, TaskError):
+            return default
+
+    def __contains__(self, task_id: object) -> bool:
+        return task_id in self.roots
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.roots)
+
+    def __len__(self) -> int:
+        return len(self.roots)
+
+
 @dataclass
 class Catalog:
-    tasks: dict[str, Task] = field(default_factory=dict)
+    """The tasks (loaded on first use when listed by `load_catalog`), each one's card (what
+    listing and the task browser show), and the located errors of the tasks that do not load."""
+
+    tasks: Mapping[str, Task] = field(default_factory=dict)
     errors: list[TaskError] = field(default_factory=list)
+    cards: dict[str, TaskCard] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tasks, TaskLoader):  # built from loaded tasks: cards from them
+            for task_id, task in self.tasks.items():
+                self.cards.setdefault(task_id, TaskCard.of(task))
+
+
+def roots_of(tasks: Mapping[str, Task]) -> dict[str, Path]:
+    """Each task's folder, without loading a listed catalog's tasks."""
+    if isinstance(tasks, TaskLoader):
+        return dict(tasks.roots)
+    return {task_id: Path(task.root) for task_id, task in tasks.items()}
+
+
+def load_failure(tasks: Mapping[str, Task], task_id: str) -> str:
+    """Why `tasks.get(task_id)` gave nothing: its load error, or that there is no such task."""
+    if isinstance(tasks, TaskLoader) and (err := tasks.failed.get(task_id)) is not None:
+        return str(err)
+    return f"no task {task_id!r}"
 
 
 def default_tasks_dir() -> Path:
@@ -202,23 +279,62 @@ def load_solutions(root: Path) -> tuple[list[str], list[TaskError]]:
     return names, errors
 
 
-def load_catalog(tasks_dir: Path | None = None) -> Catalog:
+def load_catalog(tasks_dir: Path | None = None, *, index: bool | None = None) -> Catalog:
+    """Every task folder of `tasks_dir`, listed: a folder unchanged since its last full load
+    is listed from the index (`index`: None follows ICAE_CATALOG_INDEX), any other is loaded
+    and validated in full now, so a malformed task is reported here."""
     tasks_dir = tasks_dir or default_tasks_dir()
-    catalog = Catalog()
     if not tasks_dir.is_dir():
-        catalog.errors.append(TaskError(tasks_dir, "tasks folder not found"))
-        return catalog
-    for root in sorted(
+        return Catalog(errors=[TaskError(tasks_dir, "tasks folder not found")])
+    use_index = catalog_index.enabled() if index is None else index
+    kept = catalog_index.Index(catalog_index.index_path(tasks_dir) if use_index else None)
+    roots: dict[str, Path] = {}
+    loaded: dict[str, Task] = {}
+    cards: dict[str, TaskCard] = {}
+    errors: list[TaskError] = []
+    folders = sorted(
         p for p in tasks_dir.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))
-    ):
-        try:
-            task, broken = _load_task(root)
-        except TaskError as err:
-            catalog.errors.append(err)
+    )
+    for root in folders:
+        print_ = catalog_index.fingerprint(root)
+        entry = kept.hit(root.name, print_)
+        task = card = None
+        if entry is None:
+            task, card, entry = _full_entry(root, print_, tasks_dir)
+            kept.put(root.name, entry)
+        errors += [TaskError(tasks_dir / path, message) for path, message in entry.errors]
+        if entry.card is None:
             continue
-        except Exception as err:  # a task must never take the catalog down
-            catalog.errors.append(TaskError(root, f"cannot load: {type(err).__name__}: {err}"))
-            continue
-        catalog.tasks[task.id] = task
-        catalog.errors += broken  # the task stays; its broken solutions go
-    return catalog
+        roots[root.name] = root
+        if task is not None:
+            loaded[root.name] = task
+        cards[root.name] = card or catalog_index.card_from_json(entry.card, str(root))
+    kept.keep_only({root.name for root in folders})
+    kept.save()
+    return Catalog(tasks=TaskLoader(roots, loaded), errors=errors, cards=cards)
+
+
+def _full_entry(
+    root: Path, print_: str, tasks_dir: Path
+) -> tuple[Task | None, TaskCard | None, catalog_index.Entry]:
+    """Load the task in full: the task and its card (None when it does not load), and its
+    index entry."""
+    task: Task | None = None
+    broken: list[TaskError] = []
+    try:
+        task, broken = _load_task(root)
+    except TaskError as err:
+        broken = [err]
+    except Exception as err:  # a task must never take the catalog down
+        broken = [TaskError(root, f"cannot load: {type(err).__name__}: {err}")]
+    card = TaskCard.of(task) if task is not None else None
+    located = [(_relative(err.path, tasks_dir), err.message) for err in broken]
+    kept = catalog_index.card_json(card) if card is not None else None
+    return task, card, catalog_index.Entry(print_, kept, located)
+
+
+def _relative(path: Path, tasks_dir: Path) -> str:
+    try:
+        return str(path.relative_to(tasks_dir))
+    except ValueError:
+        return str(path)

@@ -115,6 +115,7 @@ class TaskCard:
     root: str
     solutions: tuple[str, ...]
     prd: Mapping[Level, str]
+    prd_word_counts: Mapping[Level, int]
     budgets: Mapping[Level, int]
     by_split: Mapping[Split, int]
     by_pattern: tuple[PatternCount, ...]
@@ -135,6 +136,7 @@ class TaskCard:
             root=task.root,
             solutions=tuple(task.solutions),
             prd={level: task.prd.get(level, "") for level in LEVELS},
+            prd_word_counts={level: len(task.prd.get(level, "").split()) for level in LEVELS},
             budgets={level: task.budget_for(level) for level in LEVELS},
             by_split={s: by_split[s] for s in SPLITS},
             by_pattern=tuple(
@@ -156,7 +158,7 @@ class TaskCard:
         return language_key(self.language)
 
     def prd_words(self, level: Level) -> int:
-        return len(self.prd[level].split())
+        return self.prd_word_counts.get(level, 0)
 
 
 def language_key(language: str) -> str:
@@ -193,8 +195,10 @@ class TaskFinder:
     the fields of every task with rapidfuzz's batch calls (`process.extract`), keeps
     the scores of recent queries, and only filters and counts in Python."""
 
-    def __init__(self, tasks: Iterable[Task]) -> None:
-        self.cards: list[TaskCard] = [TaskCard.of(t) for t in tasks]
+    def __init__(self, tasks: Iterable[Task | TaskCard]) -> None:
+        self.cards: list[TaskCard] = [
+            t if isinstance(t, TaskCard) else TaskCard.of(t) for t in tasks
+        ]
         self.by_id: dict[str, TaskCard] = {c.id: c for c in self.cards}
         self.order = {c.id: i for i, c in enumerate(self.cards)}
         self.fields: list[tuple[list[str], float]] = [

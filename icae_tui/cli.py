@@ -13,9 +13,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from icae_tui.catalog import Catalog, load_catalog
+from icae_tui.catalog import Catalog, load_catalog, load_failure
 from icae_tui.domain.states import ResponderMode, RunStatus
-from icae_tui.domain.task import Level, Split, Task
+from icae_tui.domain.task import Level, Task
 from icae_tui.safe_text import printable
 from icae_tui.store import RunStore, default_home
 
@@ -91,13 +91,13 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     if args.action == "check":
         return cmd_tasks_check(args)
     catalog = _catalog(args)
-    for task in catalog.tasks.values():
-        counts = {s.value: len(task.cases_in(s)) for s in Split}
+    for card in catalog.cards.values():  # from the index: no case file read
+        counts = {s.value: n for s, n in card.by_split.items()}
         print(
-            f"{task.id:<12} {task.spec.interface.kind:<10} "
+            f"{card.id:<12} {card.interface.split(' ', 1)[0]:<10} "
             f"public {counts['public']:>3} · hidden {counts['hidden']:>3} · "
-            f"enhanced {counts['enhanced']:>3} · solutions {', '.join(task.solutions)} — "
-            f"{task.spec.title}"
+            f"enhanced {counts['enhanced']:>3} · solutions {', '.join(card.solutions)} — "
+            f"{card.title}"
         )
     _print_errors(catalog)
     return 1 if catalog.errors and not catalog.tasks else 0
@@ -215,6 +215,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     catalog = _catalog(args)
     task = catalog.tasks.get(args.task)
+    if task is None and args.task in catalog.tasks:  # changed into a malformed task just now
+        print(f"task error: {printable(load_failure(catalog.tasks, args.task))}", file=sys.stderr)
+        return 2
     if task is None:
         _print_errors(catalog)
         known = ", ".join(catalog.tasks) or "none"
@@ -350,7 +353,7 @@ def cmd_agents(args: argparse.Namespace) -> int:
     if (agent_files := _agent_files(args)) is None:
         return 2
     catalog = _catalog(args)
-    scripted = scripted_agents(catalog.tasks.values())
+    scripted = scripted_agents(catalog.cards.values())
     config = configured_agents(agent_files)
     rows: list[tuple[str, str, list[str]]] = []  # (kind:name, state, the lines under it)
     played = agent_kinds()["scripted"].summary
@@ -536,7 +539,10 @@ def parser() -> argparse.ArgumentParser:
 
     add_transfer_arguments(tasks)  # import / export's own (icae_tui/importers/commands.py)
 
-    images = sub.add_parser("images", help="build images (the base offline; a runtime's Debian packages from the mirror, once)")
+    images = sub.add_parser(
+        "images",
+        help="build images (the base offline; a runtime's Debian packages from the mirror, once)",
+    )
     images_sub = images.add_subparsers(dest="images_command", required=True, metavar="build")
     build = images_sub.add_parser("build", help="build the base image and the task images")
     build.add_argument("--task", action="append", help="only this task (repeatable)")

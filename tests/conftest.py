@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,11 @@ import pytest
 from icae_tui.catalog import load_catalog
 from icae_tui.domain.task import Level
 from tests.gateway_upstream import KEY_ENV, REAL_KEY
+
+# The catalog's index (icae_tui/catalog_index.py) of every tasks folder a test loads goes to a
+# cache of this session's own, never the user's.
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="icae-test-cache-")
+atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], True)
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_TASKS = ROOT / "tests" / "fixtures" / "tasks"

@@ -34,4 +34,4 @@ def test_the_benchmark_prints_the_small_and_the_large_figure():
         capture_output=True, text=True, check=True, timeout=300,
     )  # fmt: skip
     rows = done.stdout.splitlines()[1:]
-    assert len(rows) == 2 and all("2 tasks" in r and "4 tasks" in r for r in rows), done.stdout
+    assert len(rows) == 3 and all("2 tasks" in r and "4 tasks" in r for r in rows), done.stdout

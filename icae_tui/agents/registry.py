@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from icae_tui.agents.base import Agent, AgentError
 from icae_tui.agents.command_agent import CommandAgent
@@ -62,11 +62,21 @@ def agent_kinds() -> dict[str, AgentKindEntry]:
     return dict(_KINDS)
 
 
-def available_agents(task: Task) -> list[str]:
+class WithSolutions(Protocol):
+    """A task or its catalog card: what naming its scripted agents needs."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def solutions(self) -> Sequence[str]: ...
+
+
+def available_agents(task: WithSolutions) -> list[str]:
     return [f"scripted:{name}" for name in task.solutions]
 
 
-def scripted_agents(tasks: Iterable[Task]) -> dict[str, list[str]]:
+def scripted_agents(tasks: Iterable[WithSolutions]) -> dict[str, list[str]]:
     """Every scripted agent of `tasks` (`scripted:<solution>`, by name) and the ids of the
     tasks that have that solution: scripted agents are per task, never configured."""
     found: dict[str, list[str]] = {}

@@ -21,7 +21,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Header, Static
 
 from icae_tui import recordings
-from icae_tui.catalog import Catalog
+from icae_tui.catalog import Catalog, roots_of
 from icae_tui.display.replay import Sleep
 from icae_tui.display.wording import UNKNOWN, pct, responders_label
 from icae_tui.domain.events import Event, RunFinished, RunStarted
@@ -109,8 +109,7 @@ class HistoryScreen(Screen[None]):
         table.focus()
 
     def _list_recordings(self, table: DataTable[Text]) -> None:
-        tasks = self.tasks()
-        roots = {task_id: Path(task.root) for task_id, task in tasks.items()}
+        roots = roots_of(self.tasks())
         problems = []
         for rec in recordings.bundled(roots):
             key = f"{DEMO_KEY}{rec.path}"

@@ -28,7 +28,7 @@ from textual.containers import Container, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Header, Input, Static
 
-from icae_tui.catalog import Catalog
+from icae_tui.catalog import Catalog, load_failure
 from icae_tui.catalog_search import Found, Size, TaskCard, TaskFinder, cycled
 from icae_tui.domain.task import Task
 from icae_tui.ui.keymap import keyed
@@ -120,7 +120,7 @@ class TaskListScreen(Screen[None]):
     def __init__(self, catalog: Catalog) -> None:
         super().__init__()
         self.catalog = catalog
-        self.finder = TaskFinder(catalog.tasks.values())
+        self.finder = TaskFinder(catalog.cards.values())
         self.rows = {card.id: task_row(card) for card in self.finder.cards}
         self.language_filter: str | None = None
         self.size_filter: Size | None = None
@@ -286,8 +286,11 @@ class TaskListScreen(Screen[None]):
     def on_task_table_selected(self, event: TaskTable.Selected) -> None:
         event.stop()
         task = self.catalog.tasks.get(event.task_id)
-        if task is not None:
-            self.post_message(OpenSetup(task))
+        if task is None:  # its files changed into a malformed task since the listing
+            why = load_failure(self.catalog.tasks, event.task_id)
+            self.notify(why, title="Task not loaded", severity="error", timeout=20, markup=False)
+            return
+        self.post_message(OpenSetup(task))
 
     def action_history(self) -> None:
         self.post_message(OpenHistory())
