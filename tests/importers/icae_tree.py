@@ -143,9 +143,31 @@ def records(alias: str, which: list[int]) -> list[dict[str, Any]]:
                            "precisely."}
         for n in which
     ]  # fmt: skip
-    out.append({"constraint_id": "HARNESS002", "trigger_keywords": ["how to write test.sh"],
-                "oracle_response": "Deliver a bash test harness at rcb_tests/test.sh."})  # fmt: skip
-    return out
+    return out + [dict(r) for r in GENERIC_RECORDS]
+
+
+# the generic records every ICAE-EVAL task has, word for word (their families: ARCH…,
+# HARNESS…; TC_<stem> per public case file), in their order
+GENERIC_RECORDS = (
+    {"constraint_id": "ARCH001", "trigger_keywords": ["how should I organize the code",
+                                                      "single file or multiple files"],
+     "oracle_response": "Scale-driven code organization: keep the core decoupled from "
+                        "stdin/stdout and JSON parsing."},
+    {"constraint_id": "HARNESS001", "trigger_keywords": ["how does the dispatcher work",
+                                                         "stdin stdout interface"],
+     "oracle_response": "Implement an execution adapter (dispatcher) that reads a single JSON "
+                        "object from stdin and prints the result to stdout."},
+    {"constraint_id": "HARNESS002", "trigger_keywords": ["how to write test.sh",
+                                                         "cases-dir parameter"],
+     "oracle_response": "Deliver a bash test harness at rcb_tests/test.sh. It must accept "
+                        "--cases-dir <subdir> (default: test_cases) and write raw stdout to "
+                        "rcb_tests/stdout/<cases-dir>/{filename_stem}@{case_index_zero_padded_3}"
+                        ".txt"},
+    {"constraint_id": "HARNESS003", "trigger_keywords": ["do you have test cases"],
+     "oracle_response": "Yes, public test cases are provided, one file per feature. Ask me for "
+                        "a specific feature by name and I will give you the full test case "
+                        "JSON."},
+)  # fmt: skip
 
 
 def level_json(alias: str, difficulty: str, public: dict[str, Any]) -> dict[str, Any]:

@@ -62,7 +62,7 @@ def test_the_tree_imports_with_each_tasks_problems_named_by_file_and_field(tree,
                 "cases[0].expected_output",
                 "not a string (int): scored as its JSON text '3', as ICAE-EVAL scores it")  # fmt: skip
     assert _has(warnings, Severity.WARNING, "user_agent/prd_json/realcode@102.json",
-                "oracle_data.hidden_constraints[6]",
+                "oracle_data.hidden_constraints[9]",
                 "missing fixture: TC_feature9_gone serves the public case file "
                 "feature9_gone.json")  # fmt: skip
     assert _has(stored.problems, Severity.NOTE, "realcode_repos/acme__lentool", "",
