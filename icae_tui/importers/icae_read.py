@@ -178,6 +178,10 @@ def check_case_file(
             continue  # the model below names it
         if "expected_output" not in case:
             add(Severity.WARNING, file, where, "missing: scored against '', as ICAE-EVAL does")
+        elif isinstance(case["expected_output"], str) and "\r" in case["expected_output"]:
+            add(Severity.WARNING, file, where,
+                "holds a carriage return: ICAE-EVAL reads outputs with newlines translated "
+                "(Path.read_text), so no output ever equals it there")  # fmt: skip
         elif not isinstance(case["expected_output"], str):
             value = case["expected_output"]
             text = json.dumps(value)

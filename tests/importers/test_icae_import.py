@@ -240,6 +240,17 @@ def test_a_golden_repository_without_the_protocols_harness_cannot_be_the_oracle(
     assert (tmp_path / "tasks/realcode-101/oracle/tool.py").is_file()
 
 
+def test_an_expected_output_icae_can_never_match_is_named(tree, tmp_path):
+    case = tree / "rcb_tests_repos/acme__wordtool/rcb_tests/enhanced_test_cases/edge_unknown.json"
+    data = json.loads(case.read_text())
+    data["cases"][0]["expected_output"] = "error=unknown_action\r\n"
+    case.write_text(icae_json(data))
+    task = _by_alias(_import(tree, tmp_path / "tasks"))["realcode@101"]
+    assert task.outcome is Outcome.CREATED
+    assert _has(task.problems, Severity.WARNING, case.relative_to(tree).as_posix(),
+                "cases[0].expected_output", "holds a carriage return")  # fmt: skip
+
+
 def test_a_golden_repository_with_its_own_harness_runs_it(tree, tmp_path):
     own = "#!/bin/bash\n# the golden repository's own harness\n"
     write(tree, "realcode_repos/acme__wordtool/rcb_tests/test.sh", own)
