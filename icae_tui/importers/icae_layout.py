@@ -90,8 +90,9 @@ class CaseDir(StrEnum):
 
 _SPLITS = {CaseDir.PUBLIC: Split.PUBLIC, CaseDir.NATIVE: Split.HIDDEN, CaseDir.ENHANCED: Split.ENHANCED}
 
-# ICAE-EVAL's language images (harness/config.py LANG_TAR, the images download_scaffold.sh
-# pulls), by language label lower-cased; a task's base image unless the import names one.
+# ICAE-EVAL's language images (harness/config.py LANG_TAR: the images download_scaffold.sh
+# pulls, and kotlin:1.9.25, which it downloads as a saved image instead), by language label
+# lower-cased with LANG_CANON's aliases; a task's base image unless the import names one.
 LANGUAGE_IMAGES = {
     "python": "python:3.11",
     "java": "eclipse-temurin:17",
@@ -103,11 +104,14 @@ LANGUAGE_IMAGES = {
     "dart": "dart:3.5",
     "kotlin": "kotlin:1.9.25",
     "javascript": "node:20",
+    "js": "node:20",
     "typescript": "node:20",
+    "ts": "node:20",
     "c++": "gcc:12",
     "cpp": "gcc:12",
     "c#": "mcr.microsoft.com/dotnet/sdk:8.0",
     "csharp": "mcr.microsoft.com/dotnet/sdk:8.0",
+    "cs": "mcr.microsoft.com/dotnet/sdk:8.0",
 }
 
 _NOT_IN_ID = re.compile(r"[^a-z0-9_-]+")
