@@ -272,18 +272,27 @@ def _read_case_dirs(layout: Layout, out: AliasData) -> None:
                 out.add(Severity.NOTE, layout.shown(folder), "", "missing: no enhanced cases")
             continue
         files: list[CaseFileData] = []
-        for path in sorted(p for p in folder.glob("*.json") if p.is_file()):
+        found = sorted(p for p in folder.glob("*.json") if p.is_file())
+        empty = 0
+        for path in found:
             source = _source(layout, path, f"{case_dir_path(out.folder, case_dir)}/{path.name}")
             try:
                 data = parse(source.raw)
             except ValueError as err:
                 out.add(Severity.ERROR, source.shown, "", str(err))
                 continue
+            if isinstance(data, dict) and data.get("cases") == []:
+                empty += 1
+                out.add(Severity.WARNING, source.shown, "cases",
+                        "empty: ICAE-EVAL counts no case of it; left out of the task's cases "
+                        "(kept as it is for an export)")  # fmt: skip
+                continue
             fixed = check_case_file(data, out.add, source.shown)
             if fixed is not None:
                 files.append(CaseFileData(path.name, source, fixed, data))
-        if case_dir is CaseDir.NATIVE and not files and not list(folder.glob("*.json")):
-            out.add(Severity.ERROR, layout.shown(folder), "", "no hidden cases (no *.json)")
+        if case_dir is CaseDir.NATIVE and not files and empty == len(found):
+            why = "its case files have none" if found else "no *.json"
+            out.add(Severity.ERROR, layout.shown(folder), "", f"no hidden cases ({why})")
         out.case_dirs[case_dir] = files
 
 

@@ -15,7 +15,7 @@ from icae_tui.domain.task import Level, OriginSource, Reference, Split
 from icae_tui.errors import ConfigError
 from icae_tui.importers.icae_contract import CONTRACT, TOOL
 from icae_tui.importers.icae_eval import Outcome, import_tree
-from icae_tui.importers.icae_export import origin_of
+from icae_tui.importers.icae_export import export_tasks, origin_of
 from icae_tui.importers.problems import Problem, Severity
 from tests.importers.icae_tree import HEADER, build_tree, icae_json, tree_files, write
 
@@ -238,6 +238,28 @@ def test_a_golden_repository_without_the_protocols_harness_cannot_be_the_oracle(
     loaded = load_catalog(tmp_path / "tasks").tasks["realcode-101"]
     assert loaded.spec.oracle is None  # its files are kept (an export gives them back)
     assert (tmp_path / "tasks/realcode-101/oracle/tool.py").is_file()
+
+
+def test_an_empty_case_file_counts_no_case_as_in_icae_and_is_kept_for_an_export(tree, tmp_path):
+    rel = "rcb_tests_repos/acme__wordtool/rcb_tests/enhanced_test_cases/edge_none.json"
+    write(tree, rel, icae_json({"description": "nothing yet", "cases": []}))
+    into = tmp_path / "tasks"
+    task = _by_alias(_import(tree, into))["realcode@101"]
+    assert task.outcome is Outcome.CREATED
+    assert _has(task.problems, Severity.WARNING, rel, "cases", "empty: ICAE-EVAL counts no case")
+    assert not (into / "realcode-101/cases/enhanced/edge_none.json").exists()
+    kept = into / "realcode-101/origin/tests/rcb_tests/enhanced_test_cases/edge_none.json"
+    assert kept.read_bytes() == (tree / rel).read_bytes()
+    export_tasks([into / "realcode-101"], tmp_path / "out")
+    assert (tmp_path / "out" / rel).read_bytes() == (tree / rel).read_bytes()
+    # a hidden folder whose every file is empty: no hidden cases
+    hidden = tree / "rcb_tests_repos/acme__lentool/rcb_tests/test_cases"
+    for path in hidden.glob("*.json"):
+        path.write_text(icae_json({"description": "none", "cases": []}))
+    task = _by_alias(_import(tree, into))["realcode@102"]
+    assert task.outcome is Outcome.FAILED
+    assert _has(task.problems, Severity.ERROR, "rcb_tests_repos/acme__lentool/rcb_tests/test_cases",
+                "", "no hidden cases (its case files have none)")  # fmt: skip
 
 
 def test_an_expected_output_icae_can_never_match_is_named(tree, tmp_path):
