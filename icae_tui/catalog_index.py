@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from icae_tui.catalog_search import PatternCount, TaskCard
+from icae_tui.catalog_search import Ability, PatternCount, TaskCard
 from icae_tui.domain.task import Level, Split
 
 _HERE = Path(__file__).resolve().parent
@@ -129,7 +129,9 @@ def card_json(card: TaskCard) -> dict[str, Any]:
         "summary": card.summary,
         "interface": card.interface,
         "origin": card.origin,
+        "source": card.source,
         "capabilities": card.capabilities,
+        "abilities": [a.value for a in card.abilities],
         "solutions": list(card.solutions),
         "budgets": {level.value: n for level, n in card.budgets.items()},
         "prd_words": {level.value: n for level, n in card.prd_word_counts.items()},
@@ -146,7 +148,9 @@ def card_from_json(data: dict[str, Any], root: str) -> TaskCard:
         summary=data["summary"],
         interface=data["interface"],
         origin=data["origin"],
+        source=data["source"],
         capabilities=data["capabilities"],
+        abilities=tuple(Ability(a) for a in data["abilities"]),
         root=root,
         solutions=tuple(data["solutions"]),
         prd=PrdFiles(root),

@@ -18,8 +18,12 @@ expected outputs); the origin is searched like the summary.
 Size. Tasks are sized by their number of cases, all splits (what a run costs to judge):
 small below `SIZE_LIMITS[0]`, medium below `SIZE_LIMITS[1]`, large from there.
 
+Filters: language, size, origin (the benchmark: bundled, ICAE-EVAL, CLI-Tool-Bench) and
+ability (user-agent records or none; golden oracle or expected outputs — each task has one of
+each pair).
+
 Counts. Each filter's counts are taken over the tasks that match the query and the *other*
-filter (faceted), so the counts say what choosing a value would show; cycling a filter
+filters (faceted), so the counts say what choosing a value would show; cycling a filter
 (`cycled`) skips the values that would show no task.
 """
 
@@ -44,6 +48,34 @@ LEVELS = tuple(Level)
 
 Choice = TypeVar("Choice", bound=str)
 SOURCE_LABELS = {"icae-eval": "ICAE-EVAL", "cli-tool-bench": "CLI-Tool-Bench"}
+
+
+class Ability(StrEnum):
+    """What a task can do that filters the browser: a simulated user needs records; a task
+    judged against expected outputs has no oracle to run."""
+
+    RECORDS = "user-agent records"
+    NO_RECORDS = "no records"
+    GOLDEN = "golden oracle"
+    EXPECTED = "expected outputs"
+
+
+def source_of(task: Task) -> str:
+    """The benchmark a task came from (`bundled`, `ICAE-EVAL`, `CLI-Tool-Bench`): the origin
+    filter's value."""
+    origin = task.spec.origin
+    if origin is None:
+        return "bundled"
+    return SOURCE_LABELS.get(origin.source.value, origin.source.value)
+
+
+def abilities_of(task: Task) -> tuple[Ability, ...]:
+    records = any(ua.oracle_data.hidden_constraints for ua in task.user_agent.values())
+    expected = task.spec.cases.reference is Reference.EXPECTED
+    return (
+        Ability.RECORDS if records else Ability.NO_RECORDS,
+        Ability.EXPECTED if expected else Ability.GOLDEN,
+    )
 
 
 def origin_of(task: Task) -> str:
@@ -111,7 +143,9 @@ class TaskCard:
     summary: str
     interface: str
     origin: str
+    source: str
     capabilities: str
+    abilities: tuple[Ability, ...]
     root: str
     solutions: tuple[str, ...]
     prd: Mapping[Level, str]
@@ -132,7 +166,9 @@ class TaskCard:
             summary=spec.summary,
             interface=f"{spec.interface.kind} ({spec.interface.tool})",
             origin=origin_of(task),
+            source=source_of(task),
             capabilities=capabilities_of(task),
+            abilities=abilities_of(task),
             root=task.root,
             solutions=tuple(task.solutions),
             prd={level: task.prd.get(level, "") for level in LEVELS},
@@ -184,6 +220,9 @@ class Found:
     matching: int  # tasks that match the query, before the filters
     languages: tuple[tuple[str, int], ...]  # every language of the catalog, in its order
     sizes: tuple[tuple[Size, int], ...]
+    origins: tuple[tuple[str, int], ...] = ()  # every source of the catalog, in its order
+    abilities: tuple[tuple[Ability, int], ...] = ()  # those some task of the catalog has
+    ability_all: int = 0  # the tasks the ability filter's "all" shows (each has two abilities)
 
     @property
     def ids(self) -> list[str]:
@@ -208,10 +247,13 @@ class TaskFinder:
             ([normalised(c.summary) for c in self.cards], SUMMARY_WEIGHT),
             ([normalised(c.origin) for c in self.cards], SUMMARY_WEIGHT),
         ]
-        counts = Counter(c.language_key for c in self.cards)
-        self.languages: tuple[str, ...] = tuple(
-            sorted(counts, key=lambda lang: (-counts[lang], lang))
-        )
+        self.languages: tuple[str, ...] = most_first(c.language_key for c in self.cards)
+        self.origins: tuple[str, ...] = most_first(c.source for c in self.cards)
+        having = Counter(a for c in self.cards for a in c.abilities)
+        self.abilities: tuple[Ability, ...] = tuple(a for a in Ability if having[a])
+        # a filter whose every value shows all tasks or none is no filter: not offered
+        self.origins_differ = len(self.origins) > 1
+        self.abilities_differ = any(n < len(self.cards) for n in having.values())
         self.scored: dict[str, dict[int, float]] = {}
 
     # --- scoring ----------------------------------------------------------------------------
@@ -266,7 +308,14 @@ class TaskFinder:
 
     # --- search -----------------------------------------------------------------------------
 
-    def find(self, query: str = "", language: str | None = None, size: Size | None = None) -> Found:
+    def find(
+        self,
+        query: str = "",
+        language: str | None = None,
+        size: Size | None = None,
+        origin: str | None = None,
+        ability: Ability | None = None,
+    ) -> Found:
         scores = self.scores(query)
         if scores is None:
             matched = [(i, 100.0) for i in range(len(self.cards))]
@@ -280,22 +329,44 @@ class TaskFinder:
         hits: list[Hit] = []
         by_language: Counter[str] = Counter()
         by_size: Counter[Size] = Counter()
+        by_origin: Counter[str] = Counter()
+        by_ability: Counter[Ability] = Counter()
+        ability_all = 0
         for index, score in matched:
             card = self.cards[index]
-            lang_ok = lang is None or card.language_key == lang
-            size_ok = size is None or card.size is size
-            if size_ok:
+            ok = (
+                lang is None or card.language_key == lang,
+                size is None or card.size is size,
+                origin is None or card.source == origin,
+                ability is None or ability in card.abilities,
+            )
+            # each filter's counts: over the tasks the *other* filters let through
+            if all(ok[1:]):
                 by_language[card.language_key] += 1
-            if lang_ok:
+            if ok[0] and all(ok[2:]):
                 by_size[card.size] += 1
-            if lang_ok and size_ok:
+            if all(ok[:2]) and ok[3]:
+                by_origin[card.source] += 1
+            if all(ok[:3]):
+                by_ability.update(card.abilities)
+                ability_all += 1
+            if all(ok):
                 hits.append(Hit(card.id, round(score, 1)))
         return Found(
             hits=tuple(hits),
             matching=len(matched),
             languages=tuple((lang, by_language[lang]) for lang in self.languages),
             sizes=tuple((s, by_size[s]) for s in Size),
+            origins=tuple((o, by_origin[o]) for o in self.origins),
+            abilities=tuple((a, by_ability[a]) for a in self.abilities),
+            ability_all=ability_all,
         )
+
+
+def most_first(values: Iterable[str]) -> tuple[str, ...]:
+    """Distinct values, the most frequent first (ties alphabetically)."""
+    counts = Counter(values)
+    return tuple(sorted(counts, key=lambda value: (-counts[value], value)))
 
 
 def cycled(

@@ -9,9 +9,11 @@ import pytest
 
 from icae_tui.catalog_search import (
     SIZE_LIMITS,
+    Ability,
     Size,
     TaskCard,
     TaskFinder,
+    cycled,
     size_of,
 )
 from icae_tui.domain.task import (
@@ -208,3 +210,60 @@ def test_the_origin_is_searched():
     finder = TaskFinder(tasks)
     assert ids(finder, "icae eval") == ["realcode-050"]
     assert set(ids(finder, "bundled")) == {"csvkit", "json-tool"}
+
+
+def _imported(task, source, alias, *, records=True, expected=False):
+    """`task` as if imported from `source`: its origin, and records / reference as asked."""
+    spec = task.spec.model_copy(
+        update={
+            "origin": Origin(source=source, alias=alias),
+            "cases": task.spec.cases.model_copy(
+                update={"reference": Reference.EXPECTED if expected else Reference.ORACLE}
+            ),
+        }
+    )
+    update = {"spec": spec}
+    if not records:
+        none = UserAgentData.model_validate({"oracle_data": {"fallback_response": "-"}})
+        update["user_agent"] = dict.fromkeys(Level, none)
+    return task.model_copy(update=update)
+
+
+def _mixed():
+    return TaskFinder(
+        [
+            make_task("b1", "B1", "python"),
+            make_task("b2", "B2", "go"),
+            _imported(make_task("i1", "I1", "python"), OriginSource.ICAE_EVAL, "realcode@050",
+                      expected=True),  # fmt: skip
+            _imported(make_task("i2", "I2", "java"), OriginSource.ICAE_EVAL, "realcode@051"),
+            _imported(make_task("c1", "C1", "python"), OriginSource.CLI_TOOL_BENCH, "a/b",
+                      records=False),  # fmt: skip
+        ]
+    )
+
+
+def test_origin_and_ability_filters_narrow_and_count_faceted():
+    finder = _mixed()
+    assert finder.origins == ("ICAE-EVAL", "bundled", "CLI-Tool-Bench")
+    assert finder.origins_differ and finder.abilities_differ
+    assert finder.find(origin="ICAE-EVAL").ids == ["i1", "i2"]
+    assert finder.find(origin="CLI-Tool-Bench").ids == ["c1"]
+    assert finder.find(ability=Ability.NO_RECORDS).ids == ["c1"]
+    assert finder.find(ability=Ability.EXPECTED).ids == ["i1"]
+    found = finder.find(language="python", origin="ICAE-EVAL")
+    assert found.ids == ["i1"]
+    # each filter counted over what the others let through
+    assert dict(found.origins) == {"ICAE-EVAL": 1, "bundled": 1, "CLI-Tool-Bench": 1}
+    assert dict(found.languages) == {"python": 1, "go": 0, "java": 1}
+    assert dict(found.abilities) == {
+        Ability.RECORDS: 1, Ability.NO_RECORDS: 0, Ability.GOLDEN: 0, Ability.EXPECTED: 1,
+    }  # fmt: skip
+    assert found.ability_all == 1
+    assert cycled(finder.abilities, Ability.RECORDS, dict(found.abilities)) is Ability.EXPECTED
+
+
+def test_a_catalog_whose_tasks_are_alike_offers_no_origin_or_ability_filter():
+    finder = TaskFinder([make_task("a", "A", "go"), make_task("b", "B", "python")])
+    assert finder.origins == ("bundled",) and not finder.origins_differ
+    assert finder.abilities == (Ability.RECORDS, Ability.GOLDEN) and not finder.abilities_differ

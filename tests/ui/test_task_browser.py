@@ -13,8 +13,8 @@ from textual import events
 from textual.widgets import Input, Static
 
 from icae_tui.catalog import Catalog
-from icae_tui.catalog_search import Size, TaskFinder
-from icae_tui.domain.task import Level
+from icae_tui.catalog_search import Ability, Size, TaskFinder
+from icae_tui.domain.task import Level, Origin, OriginSource, Reference
 from icae_tui.ui.app import IcaeApp
 from icae_tui.ui.screens import task_list
 from icae_tui.ui.screens.help import HelpScreen
@@ -463,3 +463,60 @@ async def test_help_names_each_preview_tab_key(store):
         assert rows["tasks.preview_tab.1"] == (["]"], "Next preview tab")
         assert rows["tasks.preview_scroll.1"] == (["J"], "Scroll the preview down")
         assert rows["tasks.preview_scroll.-1"] == (["K"], "Scroll the preview up")
+
+
+# --- issue 21: a catalog of several benchmarks ---------------------------------------------------
+
+
+def _from(task, source, alias, **update):
+    spec = task.spec.model_copy(update={"origin": Origin(source=source, alias=alias)})
+    if update.pop("expected", False):
+        cases = spec.cases.model_copy(update={"reference": Reference.EXPECTED})
+        spec = spec.model_copy(update={"cases": cases})
+    return task.model_copy(update={"spec": spec, **update})
+
+
+MIXED = [
+    make_task("local", "Local tool", "python", cases=12),
+    _from(make_task("icae-a", "ICAE A", "python", cases=12), OriginSource.ICAE_EVAL,
+          "realcode@050", expected=True),  # fmt: skip
+    _from(make_task("icae-b", "ICAE B", "go", cases=40), OriginSource.ICAE_EVAL, "realcode@051"),
+    _from(make_task("ctb-a", "CTB A", "python", cases=40), OriginSource.CLI_TOOL_BENCH, "o/r"),
+]
+
+
+async def test_origin_and_ability_cycle_when_the_catalog_mixes_benchmarks(store):
+    app = console_app(catalog_of(MIXED), store)
+    async with app.run_test(size=(200, 50)) as pilot:
+        screen = app.screen
+        filters = static(screen, "#task-filters")
+        filters = " ".join(filters.split())
+        assert "origin all 4 · ICAE-EVAL 2 · CLI-Tool-Bench 1 · bundled 1" in filters
+        assert "can do all 4 · user-agent records 4 · golden oracle 3 · expected outputs 1" in (
+            filters
+        )
+        await pilot.press("o")
+        await pilot.pause()
+        assert screen.origin_filter == "ICAE-EVAL" and shown(screen) == ["icae-a", "icae-b"]
+        await pilot.press("c", "c")  # user-agent records, then golden oracle
+        await pilot.pause()
+        assert screen.ability_filter is Ability.GOLDEN and shown(screen) == ["icae-b"]
+        await pilot.press("o")  # CLI-Tool-Bench: its one task has a golden oracle
+        await pilot.pause()
+        assert shown(screen) == ["ctb-a"]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert screen.origin_filter is None and screen.ability_filter is None
+        assert len(shown(screen)) == 4
+
+
+async def test_a_catalog_of_one_origin_neither_draws_nor_offers_those_filters(store):
+    app = console_app(catalog_of(SMALL), store)
+    async with app.run_test(size=(200, 50)) as pilot:
+        screen = app.screen
+        assert "origin" not in static(screen, "#task-filters")
+        assert "can do" not in static(screen, "#task-filters")
+        await pilot.press("o", "c")
+        await pilot.pause()
+        assert screen.origin_filter is None and screen.ability_filter is None
+        assert len(shown(screen)) == len(SMALL)

@@ -2,8 +2,10 @@
 highlighted task — and what is wrong with any task that did not load.
 
 Keys: `/` search (typing filters and ranks as you type; Enter or ↓ back to the list; Escape
-clears), `l` / `s` cycle the language and size filters (skipping the values no task would
-show), `[` / `]` the preview's tabs (the PRD of each level, the case counts), `J` / `K` scroll
+clears), `l` / `s` cycle the language and size filters, `o` / `c` the origin (bundled,
+ICAE-EVAL, CLI-Tool-Bench) and what a task can do (user-agent records or none, golden oracle or
+expected outputs) — these two offered only when the catalog's tasks differ in them; every
+cycle skips the values no task would show; `[` / `]` the preview's tabs (the PRD of each level, the case counts), `J` / `K` scroll
 the preview a page down / up, ↑↓ or j/k move, Enter sets up a run, `h` past runs.
 
 The search box runs its keys' bindings (ctrl+u, backspace, Escape…) as each key arrives, in
@@ -29,7 +31,7 @@ from textual.screen import Screen
 from textual.widgets import Header, Input, Static
 
 from icae_tui.catalog import Catalog, load_failure
-from icae_tui.catalog_search import Found, Size, TaskCard, TaskFinder, cycled
+from icae_tui.catalog_search import Ability, Found, Size, TaskCard, TaskFinder, cycled
 from icae_tui.domain.task import Task
 from icae_tui.ui.keymap import keyed
 from icae_tui.ui.requests import OpenHistory, OpenSetup
@@ -107,6 +109,8 @@ class TaskListScreen(Screen[None]):
             Binding("slash", "search", "Search", show=False),  # the search box says so
             Binding("l", "cycle_language", "Language"),
             Binding("s", "cycle_size", "Size"),
+            Binding("o", "cycle_origin", "Origin"),
+            Binding("c", "cycle_ability", "Can do"),
             Binding("left_square_bracket", "preview_tab(-1)", "Previous preview tab", show=False),
             Binding("right_square_bracket", "preview_tab(1)", "Next preview tab"),
             Binding("J", "preview_scroll(1)", "Scroll the preview down", show=False),
@@ -124,6 +128,8 @@ class TaskListScreen(Screen[None]):
         self.rows = {card.id: task_row(card) for card in self.finder.cards}
         self.language_filter: str | None = None
         self.size_filter: Size | None = None
+        self.origin_filter: str | None = None
+        self.ability_filter: Ability | None = None
         self.found: Found = self.finder.find()
 
     def compose(self) -> ComposeResult:
@@ -199,10 +205,22 @@ class TaskListScreen(Screen[None]):
     def update_results(self) -> None:
         """Search and filter; re-fill the list only when what it lists changed."""
         self.found = found = self.finder.find(
-            self.search_text, self.language_filter, self.size_filter
+            self.search_text,
+            self.language_filter,
+            self.size_filter,
+            self.origin_filter,
+            self.ability_filter,
         )
         self.query_one("#task-filters", Static).update(
-            filters_text(found, self.language_filter, self.size_filter)
+            filters_text(
+                found,
+                self.language_filter,
+                self.size_filter,
+                self.origin_filter,
+                self.ability_filter,
+                origins_shown=self.finder.origins_differ,
+                abilities_shown=self.finder.abilities_differ,
+            )
         )
         table = self.query_one("#tasks", TaskTable)
         ids = found.ids
@@ -216,12 +234,17 @@ class TaskListScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "clear":
-            return (
-                bool(self.search_text)
-                or self.language_filter is not None
-                or (self.size_filter is not None)
-            )
+            return bool(self.search_text) or self.filtered
+        if action == "cycle_origin":
+            return self.finder.origins_differ
+        if action == "cycle_ability":
+            return self.finder.abilities_differ
         return True
+
+    @property
+    def filtered(self) -> bool:
+        chosen = (self.language_filter, self.size_filter, self.origin_filter, self.ability_filter)
+        return any(value is not None for value in chosen)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "task-search":
@@ -244,8 +267,9 @@ class TaskListScreen(Screen[None]):
         search = self.query_one("#task-search", Input)
         if search.value:
             search.value = ""  # Input.Changed updates the list
-        elif self.language_filter is not None or self.size_filter is not None:
-            self.language_filter = self.size_filter = None
+        elif self.filtered:
+            self.language_filter = self.size_filter = self.origin_filter = None
+            self.ability_filter = None
             self.update_results()
 
     def on_key(self, event: events.Key) -> None:
@@ -264,6 +288,18 @@ class TaskListScreen(Screen[None]):
     def action_cycle_size(self) -> None:
         """The next size that shows some task (under the search and the language filter)."""
         self.size_filter = cycled(tuple(Size), self.size_filter, dict(self.found.sizes))
+        self.update_results()
+
+    def action_cycle_origin(self) -> None:
+        """The next origin that shows some task (under the search and the other filters)."""
+        counts = dict(self.found.origins)
+        self.origin_filter = cycled(self.finder.origins, self.origin_filter, counts)
+        self.update_results()
+
+    def action_cycle_ability(self) -> None:
+        """The next ability that shows some task (under the search and the other filters)."""
+        counts = dict(self.found.abilities)
+        self.ability_filter = cycled(self.finder.abilities, self.ability_filter, counts)
         self.update_results()
 
     # --- the highlighted task ---------------------------------------------------------------
