@@ -1,9 +1,9 @@
 """Reading one alias of an ICAE-EVAL tree: its three levels, PRDs, cases, golden repository
 and repo_alias.json entry, with every problem found named by file and field.
 
-The rcb_tests repository (rcb_tests_repos/<key>/) holds more than the three case folders:
-ICAE-EVAL's `rcb_tests/test.sh` (the harness its expected outputs were made with) and what
-else it ships; every such file is kept for an export (`AliasData.test_files`). The golden
+The rcb_tests repository (rcb_tests_repos/<key>/) can hold more than the three case folders
+ICAE-EVAL reads of it: an `rcb_tests/test.sh` (a harness for the golden repository) and
+whatever else it ships; every such file is kept for an export (`AliasData.test_files`). The golden
 repository (realcode_repos/<key>/) is the original source ICAE-EVAL reads for its
 structural scores only; it is run here through ICAE's protocol when it holds
 rcb_tests/test.sh, or when the rcb_tests repository does (then that harness is laid over a
