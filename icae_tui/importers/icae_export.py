@@ -10,6 +10,7 @@ exported tasks' entries in their order.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from collections.abc import Collection, Iterable, Mapping
@@ -85,9 +86,15 @@ def source_objects(files: Mapping[str, bytes], origin: IcaeOrigin) -> dict[str, 
                 out[f"{case_dir.folder}/{f.name}"] = JsonOut(case, f.format)
     for path in origin.verbatim:
         kept = files.get(VERBATIM + path)
-        if kept is not None:
+        given = origin.verbatim_given.get(path)
+        if kept is not None and (given is None or path not in out or given == digest(out[path])):
             out[path] = kept
     return out
+
+
+def digest(out: JsonOut | bytes) -> str:
+    """The sha256 of what an export writes for a file."""
+    return hashlib.sha256(out.bytes() if isinstance(out, JsonOut) else out).hexdigest()
 
 
 def source_files(files: Mapping[str, bytes], origin: IcaeOrigin) -> dict[str, bytes]:

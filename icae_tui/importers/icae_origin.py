@@ -8,7 +8,8 @@ were, its start.md from `prd/<level>.md`, each case file from `cases/<split>/`, 
 repository from `oracle/`, the task's entry of repo_alias.json from `alias_record`, each in
 the JSON format it had. A source file that this does not give back byte for byte (a stored
 value changed on import, a level's public cases that differ from the authoritative ones,
-formatting no `json.dumps` reproduces) is listed in `verbatim` and kept as it was.
+formatting no `json.dumps` reproduces) is listed in `verbatim` and kept as it was; an
+export writes it as it was until the task's files for it are edited.
 """
 
 from __future__ import annotations
@@ -74,3 +75,6 @@ class IcaeOrigin(_Model):
     # (kept in TESTS_COPY)
     tests_folder: str | None = None
     verbatim: list[str] = Field(default_factory=list)
+    # each verbatim file's sha256 of what the task's files gave for it at the import: while
+    # they give the same, an export writes the file as it was; once edited, the edit
+    verbatim_given: dict[str, str] = Field(default_factory=dict)

@@ -31,7 +31,7 @@ from pydantic import ValidationError
 from icae_tui.domain.runtimes import runtime_problem
 from icae_tui.domain.task import HiddenConstraint, Level, OriginSource, Reference, TaskSpec
 from icae_tui.importers import icae_contract as contract
-from icae_tui.importers.icae_export import JsonOut, identical, source_objects
+from icae_tui.importers.icae_export import JsonOut, digest, identical, source_objects
 from icae_tui.importers.icae_layout import (
     ALIAS_FILE,
     LANGUAGE_IMAGES,
@@ -289,14 +289,16 @@ def _keep_verbatim(
 ) -> IcaeOrigin:
     """The source files an export would not write again byte for byte are kept as they were."""
     again = source_objects(built.files, origin)
-    verbatim = []
+    verbatim, given = [], {}
     for path, shown, raw, parsed in _sources(data):
         if not _given_back(again.get(path), raw, parsed, formats.get(path)):
             verbatim.append(path)
+            if (out := again.get(path)) is not None:
+                given[path] = digest(out)
             built.files[VERBATIM + path] = raw
             built.problems.append(Problem(Severity.NOTE, shown, "",
                                           "kept as it is for an export: the task's files do not "
                                           "give it back byte for byte"))  # fmt: skip
     if not verbatim:
         return origin
-    return origin.model_copy(update={"verbatim": verbatim})
+    return origin.model_copy(update={"verbatim": verbatim, "verbatim_given": given})

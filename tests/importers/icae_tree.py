@@ -5,7 +5,8 @@ ICAE-EVAL's is used.
 `build_tree` makes three aliases of one little text tool (JSON on stdin: `count`, `upper`,
 `len`), each with three levels and public, hidden and enhanced cases:
 
-- realcode@101: a golden repository (the original source: the tool and its own tests): clean.
+- realcode@101: a golden repository (the original source: the tool and its own tests): clean;
+  its case files laid out as ICAE-EVAL's PRDs quote them (`quoted_json`), not as json.dumps.
 - realcode@102: no golden repository; a stored expected output that is a number (the tool's
   `len` prints it without a newline, as ICAE compares json.dumps(3) == "3"); its normal
   level has a TC_ record for a public case file it does not have (a missing fixture).
@@ -106,6 +107,21 @@ RCB_HARNESS = {"rcb_tests/test.sh": HARNESS, "rcb_tests/run_cases.py": RUNNER}
 
 def icae_json(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def quoted_json(data: dict[str, Any]) -> str:
+    """A case file laid out as ICAE-EVAL's easy PRDs quote its rcb_tests case files: four
+    spaces, each case's input on one line, which no `json.dumps` writes."""
+    one = lambda value: json.dumps(value, ensure_ascii=False)  # noqa: E731
+    cases = ",\n".join(
+        "        {\n"
+        f'            "input": {one(c["input"])},\n'
+        f'            "expected_output": {one(c["expected_output"])}\n'
+        "        }"
+        for c in data["cases"]
+    )
+    return (f'{{\n    "description": {one(data["description"])},\n    "cases": [\n{cases}\n'
+            "    ]\n}\n")  # fmt: skip
 
 
 def case_file(description: str, *cases: tuple[dict[str, Any], Any]) -> dict[str, Any]:
@@ -210,8 +226,9 @@ def alias_record(alias: str, language: str, loc: int) -> dict[str, Any]:
 
 
 def write_alias(
-    root: Path, alias: str, *, golden: bool, hidden: dict[str, Any], difficulties=LEVEL_DIRS
-) -> None:
+    root: Path, alias: str, *, golden: bool, hidden: dict[str, Any], difficulties=LEVEL_DIRS,
+    case_json=icae_json,
+) -> None:  # fmt: skip
     key = KEYS.get(alias, alias.replace("@", "__"))
     for difficulty in difficulties:
         data = level_json(alias, difficulty, PUBLIC)
@@ -221,7 +238,7 @@ def write_alias(
     for folder, files in (("public_test_cases", PUBLIC), ("test_cases", hidden),
                           ("enhanced_test_cases", ENHANCED)):  # fmt: skip
         for name, content in files.items():
-            write(root, f"{rcb}/{folder}/{name}", icae_json(content))
+            write(root, f"{rcb}/{folder}/{name}", case_json(content))
     for rel, text in RCB_HARNESS.items():
         write(root, f"rcb_tests_repos/{key}/{rel}", text)
     (root / rcb / "test.sh").chmod(0o755)
@@ -232,7 +249,7 @@ def write_alias(
 
 def build_tree(root: Path) -> Path:
     """The three-alias tree described above, at `root`."""
-    write_alias(root, "realcode@101", golden=True, hidden=HIDDEN)
+    write_alias(root, "realcode@101", golden=True, hidden=HIDDEN, case_json=quoted_json)
     write_alias(root, "realcode@102", golden=False, hidden={**HIDDEN, **LEN_CASES})
     # a TC_ record for a public file realcode@102 does not have: a missing fixture
     normal = root / "user_agent/prd_json/realcode@102.json"
