@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 import textwrap
@@ -210,8 +209,8 @@ def cmd_images(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from icae_tui.agents.registry import check_agent
     from icae_tui.headless import run_headless
-    from icae_tui.report import write_report
     from icae_tui.run import RunConfig
+    from icae_tui.runs_command import write_run_report
 
     catalog = _catalog(args)
     task = catalog.tasks.get(args.task)
@@ -266,37 +265,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("run cancelled", file=sys.stderr)
         return 130
     if args.report and outcome.report_path:
-        write_report(store.events(outcome.run_id), Path(args.report))
+        write_run_report(store.events(outcome.run_id), Path(args.report))
         print(f"report: {args.report}")
     return 0 if outcome.status == RunStatus.COMPLETED else 1
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    if args.trajectory and args.export is None:
-        print("error: --trajectory goes with --export RUN_ID", file=sys.stderr)
-        return 2
-    if args.export is not None and not args.export.strip():
-        print("error: --export needs a run id (see `icae runs`)", file=sys.stderr)
-        return 2
-    store = RunStore(Path(args.home) / "runs.db" if args.home else None)
-    store.mark_interrupted()
-    if args.export is not None:
-        from icae_tui.report import build_report
-        from icae_tui.trajectory import build_trajectory
+    from icae_tui.runs_command import run
 
-        events = store.events(args.export)
-        if not events:
-            print(f"error: no stored run {printable(args.export)!r} (see `icae runs`)",
-                  file=sys.stderr)  # fmt: skip
-            return 2
-        build = build_trajectory if args.trajectory else build_report
-        print(json.dumps(build(events), indent=2, ensure_ascii=False))
-        return 0
-    for row in store.runs():
-        overall = "—" if row.overall is None else f"{100 * row.overall:.1f}%"
-        print(f"{row.run_id}  {row.task_id:<10} {row.agent:<18} {row.level:<6} "
-              f"{row.status:<10} {overall:>7}  {printable(row.error)[:80]}")  # fmt: skip
-    return 0
+    store = RunStore(Path(args.home) / "runs.db" if args.home else None)
+    return run(args, store, Path(args.tasks) if args.tasks else None)
 
 
 def cmd_reap(args: argparse.Namespace) -> int:
@@ -566,7 +544,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--user-base-url", help="OpenAI-compatible endpoint for --user-model")
     run.add_argument("--user-api-key-env", default="OPENAI_API_KEY",
                      help="environment variable holding the endpoint's key")  # fmt: skip
-    run.add_argument("--report", help="also write the JSON report here")
+    run.add_argument("--report", metavar="FILE",
+                     help="also write the report here, in the format its suffix names: .json, "
+                     ".md, .xml (JUnit) or .html (another suffix: JSON)")  # fmt: skip
     run.add_argument("--concurrency", type=POSITIVE_INT, default=None,
                      help="cases evaluated at once (at least 1)")  # fmt: skip
     run.add_argument("-v", "--verbose", action="store_true", help="print agent command output")
@@ -599,10 +579,11 @@ def parser() -> argparse.ArgumentParser:
                         help="print the run's lines at that pace instead of the console")  # fmt: skip
     replay.add_argument("-v", "--verbose", action="store_true",
                         help="with --headless: agent command output too")  # fmt: skip
-    runs = sub.add_parser("runs", help="list stored runs, or export one")
-    runs.add_argument("--export", metavar="RUN_ID", help="print a stored run's JSON report")
-    runs.add_argument("--trajectory", action="store_true",
-                      help="with --export: the run's ATIF trajectory instead of its report")  # fmt: skip
+    from icae_tui.runs_command import add_arguments as add_runs_arguments
+
+    runs = sub.add_parser("runs", help="stored runs: list (the default), show, export, compare, "
+                          "rescore")  # fmt: skip
+    add_runs_arguments(runs)  # its own (icae_tui/runs_command.py)
     return p
 
 

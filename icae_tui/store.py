@@ -129,6 +129,20 @@ class RunStore:
             (status, finished_at, overall, error, run_id),
         )
 
+    def add_finished_run(self, row: RunRow, events: Iterable[Event]) -> None:
+        """Store a finished run made elsewhere (a re-scored copy, icae_tui/rescore.py): its
+        row and its events together, or nothing. No process owns it."""
+        with self.db:
+            self.db.execute("BEGIN")
+            self.db.execute(
+                "INSERT INTO runs (run_id, task_id, agent, level, responder, status,"
+                " started_at, finished_at, overall, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (row.run_id, row.task_id, row.agent, row.level, row.responder, row.status,
+                 row.started_at, row.finished_at, row.overall, row.error),
+            )  # fmt: skip
+            for event in events:
+                self.append(event)
+
     def mark_interrupted(self) -> list[str]:
         """Runs still `running` whose owner process died (kill -9, a crash, a power cut) are
         closed as `interrupted` at their last stored event, with a final event saying so, so
@@ -173,11 +187,26 @@ class RunStore:
         ).fetchone()
         return RunRow(*row) if row else None
 
-    def runs(self, limit: int = 200) -> list[RunRow]:
+    def runs(
+        self,
+        limit: int = 200,
+        *,
+        task: str | None = None,
+        agent: str | None = None,
+        status: str | None = None,
+    ) -> list[RunRow]:
+        """The newest `limit` runs (the later stored first at equal starts), only those of
+        `task`, `agent` and `status` when given."""
+        where, params = [], []
+        for column, value in (("task_id", task), ("agent", agent), ("status", status)):
+            if value is not None:
+                where.append(f"{column}=?")
+                params.append(value)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
         rows = self.db.execute(
             "SELECT run_id, task_id, agent, level, responder, status, started_at, finished_at,"
-            " overall, error FROM runs ORDER BY started_at DESC LIMIT ?",
-            (limit,),
+            f" overall, error FROM runs{clause} ORDER BY started_at DESC, rowid DESC LIMIT ?",
+            (*params, limit),
         ).fetchall()
         return [RunRow(*row) for row in rows]
 
