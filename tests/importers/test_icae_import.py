@@ -262,6 +262,16 @@ def test_an_empty_case_file_counts_no_case_as_in_icae_and_is_kept_for_an_export(
                 "", "no hidden cases (its case files have none)")  # fmt: skip
 
 
+def test_a_symbolic_link_in_the_rcb_tests_repository_is_named_and_left_out(tree, tmp_path):
+    link = tree / "rcb_tests_repos/acme__lentool/rcb_tests/latest"
+    link.symlink_to(tmp_path, target_is_directory=True)
+    task = _by_alias(_import(tree, tmp_path / "tasks"))["realcode@102"]
+    assert task.outcome is Outcome.CREATED
+    assert _has(task.problems, Severity.WARNING, "rcb_tests_repos/acme__lentool/rcb_tests/latest",
+                "", "a symbolic link: left out of the task")  # fmt: skip
+    assert not (tmp_path / "tasks/realcode-102/origin/tests/rcb_tests/latest").exists()
+
+
 def test_an_expected_output_icae_can_never_match_is_named(tree, tmp_path):
     case = tree / "rcb_tests_repos/acme__wordtool/rcb_tests/enhanced_test_cases/edge_unknown.json"
     data = json.loads(case.read_text())
