@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from icae_tui.agents.config import AgentConfig
     from icae_tui.domain.events import Event
     from icae_tui.sandbox.base import Sandbox
+    from icae_tui.users.model_user import ModelConfig
 
 
 def _bounded(kind: Callable[[str], float], low: float) -> Callable[[str], float]:
@@ -206,6 +207,26 @@ def cmd_images(args: argparse.Namespace) -> int:
     return _with_engine(args, build)
 
 
+def _model_config(
+    model: str | None, base_url: str | None, key_env: str, role: str
+) -> ModelConfig | None:
+    """`--<role>-model`'s endpoint, or None (with a line on stderr when the model is named
+    without its `--<role>-base-url`)."""
+    from icae_tui.users.model_user import ModelConfig
+
+    if not model:
+        return None
+    if not base_url:
+        print(f"error: --{role}-model needs --{role}-base-url (an OpenAI-compatible endpoint)",
+              file=sys.stderr)  # fmt: skip
+        return None
+    # the run's gateway reads the key from this variable; an unset one: no key (a local
+    # server needs none)
+    return ModelConfig(
+        model=model, base_url=base_url, api_key_env=key_env if os.environ.get(key_env) else None
+    )
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from icae_tui.agents.registry import check_agent
     from icae_tui.headless import run_headless
@@ -228,22 +249,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     if why := check_agent(args.agent, task, agent_files):
         print(f"error: {printable(why, limit=500)}", file=sys.stderr)
         return 2
-    user_model = None
-    if args.user_model:
-        from icae_tui.users.model_user import ModelConfig
-
-        if not args.user_base_url:
-            print(
-                "error: --user-model needs --user-base-url (an OpenAI-compatible endpoint)",
-                file=sys.stderr,
-            )
-            return 2
-        # the run's gateway reads the key from this variable; an unset one: no key (a local
-        # server needs none)
-        key_env = args.user_api_key_env if os.environ.get(args.user_api_key_env) else None
-        user_model = ModelConfig(
-            model=args.user_model, base_url=args.user_base_url, api_key_env=key_env
-        )
+    user_model = _model_config(args.user_model, args.user_base_url, args.user_api_key_env, "user")
+    judge_model = _model_config(
+        args.judge_model, args.judge_base_url, args.judge_api_key_env, "judge"
+    )
+    if (args.user_model and user_model is None) or (args.judge_model and judge_model is None):
+        return 2
     store = RunStore(Path(args.home) / "runs.db" if args.home else None)
     config = RunConfig(
         task=task,
@@ -251,6 +262,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         level=Level(args.level),
         responder=args.responder,
         user_model=user_model,
+        judge_model=judge_model,
         budget=args.budget,
         pace_s=args.pace,
         concurrency=args.concurrency,
@@ -544,6 +556,11 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--user-base-url", help="OpenAI-compatible endpoint for --user-model")
     run.add_argument("--user-api-key-env", default="OPENAI_API_KEY",
                      help="environment variable holding the endpoint's key")  # fmt: skip
+    run.add_argument("--judge-model",
+                     help="measure SM: a model judges outputs that match in effect, not bytes")  # fmt: skip
+    run.add_argument("--judge-base-url", help="OpenAI-compatible endpoint for --judge-model")
+    run.add_argument("--judge-api-key-env", default="OPENAI_API_KEY",
+                     help="environment variable holding the judge endpoint's key")  # fmt: skip
     run.add_argument("--report", metavar="FILE",
                      help="also write the report here, in the format its suffix names: .json, "
                      ".md, .xml (JUnit) or .html (another suffix: JSON)")  # fmt: skip

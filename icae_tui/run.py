@@ -57,7 +57,16 @@ from icae_tui.evaluation.gate import (
     start_icae_wire_forwarders,
     start_model_proxy,
 )
+from icae_tui.evaluation.ladder import scored
 from icae_tui.evaluation.scoring import metric_specs, score
+from icae_tui.evaluation.semantic import (
+    JUDGE_CACHE_FILE,
+    SM_METRIC,
+    JudgeCache,
+    SemanticJudge,
+    judge_failures,
+    with_sm,
+)
 from icae_tui.gateway import (
     GatewayConfig,
     ModelCall,
@@ -99,6 +108,8 @@ class RunConfig:
     level: Level = Level.L1
     responder: ResponderMode = ResponderMode.SIMULATED  # the desk's first mode
     user_model: ModelConfig | None = None  # the automatic user: a model instead of matching
+    # the SM judge (evaluation/semantic.py): None, and SM is not measured
+    judge_model: ModelConfig | None = None
     # Host environment variables an agent's commands may see (e.g. its model key): passed
     # per exec, never set on the container, so `docker inspect` and the delivery don't hold them.
     secret_env: tuple[str, ...] = ()
@@ -527,6 +538,25 @@ class Run:
             upstream = ReplayUpstream(self._recorded_calls(self.config.model_replay, ModelRole.USER))
         return gateway_serving(config, upstream=upstream, record=self._recorder(ModelRole.USER))
 
+    def _judge_gateway(self) -> contextlib.AbstractAsyncContextManager[ModelGateway | None]:
+        """The SM judge's gateway (role `judge`), recorded and replayable like the others;
+        none when no judge is configured."""
+        judge = self.config.judge_model
+        if judge is None:
+            return contextlib.nullcontext(None)
+        config = GatewayConfig(base_url=judge.base_url, model=judge.model,
+                               api_key_env=judge.api_key_env or "", timeout_s=judge.timeout_s)  # fmt: skip
+        upstream = None
+        if self.config.model_replay:
+            calls = self._recorded_calls(self.config.model_replay, ModelRole.JUDGE)
+            upstream = ReplayUpstream(calls)
+        return gateway_serving(config, upstream=upstream, record=self._recorder(ModelRole.JUDGE))
+
+    def _score(self, results: list[CaseResult], planned: int) -> Score:
+        """The delivery's score; with a judge, SM's rate over the cases it measured."""
+        out = score(results, planned=planned)
+        return with_sm(out, scored(results)) if self.config.judge_model is not None else out
+
     def _recorder(self, role: ModelRole) -> Callable[[ModelCall], Awaitable[None]]:
         async def record(call: ModelCall) -> None:
             await self._call(call.model_copy(update={"role": role}))
@@ -566,7 +596,7 @@ class Run:
                 case_ids=[r.id for r in refs],
                 patterns=[r.pattern for r in refs],
                 splits=[r.split.value for r in refs],
-                metrics=list(metric_specs()),
+                metrics=[*metric_specs(), *([SM_METRIC] if cfg.judge_model else [])],
                 reference=task.spec.cases.reference,
             )
         )
@@ -587,17 +617,30 @@ class Run:
         await self.emit(PhaseChanged(phase=Phase.EVALUATE, detail=detail))
         sides = Sides(oracle_image=oracle_image, delivery_image=delivery_image)
         async with (
+            contextlib.AsyncExitStack() as stack,
+            self._judge_gateway() as judge_gateway,
             Evaluator(sandbox, task, sides, run_id=self.run_id, concurrency=cfg.concurrency) as ev,
             # closed here, not whenever it is collected: on any error (EngineLost, a failed
             # emit) its pending cases are cancelled and awaited before the pools close
             contextlib.aclosing(ev.run_cases(refs)) as cases,
         ):
+            judge = None
+            if judge_gateway is not None and cfg.judge_model is not None:
+                endpoint = GatewayEndpoint(judge_gateway.socket_path, judge_gateway.token)
+                stack.push_async_callback(endpoint.close)
+                cache = JudgeCache(self.store.path.parent / JUDGE_CACHE_FILE)
+                stack.callback(cache.close)
+                judge = SemanticJudge(endpoint, cfg.judge_model.model, cache)
             async for result in cases:
+                if judge is not None:
+                    result = await judge.judge(result)
                 results.append(result)
                 await self.emit(CaseFinished(result=result))
-                await self.emit(ScoreUpdated(score=score(results, planned=len(refs))))
+                await self.emit(ScoreUpdated(score=self._score(results, len(refs))))
+            if judge is not None and judge.failures:
+                await self.emit(Progress(message=judge_failures(judge.failures)))
         await self.emit(PhaseChanged(phase=Phase.SCORE))
-        final = score(results, planned=len(refs))
+        final = self._score(results, len(refs))
         return RunOutcome(self.run_id, RunStatus.COMPLETED, final, results=results)
 
 

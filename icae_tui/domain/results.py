@@ -166,6 +166,8 @@ class CaseResult(BaseModel):
     # by metric name (MetricSpec.name), from every registered case scorer; a PASS metric is
     # 1.0 or 0.0, a metric a scorer did not give (the case never reached it) is absent
     metrics: dict[str, float] = Field(default_factory=dict)
+    # a scorer's reason for its metric, by metric name (the SM judge's one line)
+    notes: dict[str, str] = Field(default_factory=dict)
     passed: bool = False
     oracle: SideRun | None = None
     delivery: SideRun | None = None

@@ -1,0 +1,218 @@
+"""Semantic match (SM): a model judge says whether the delivery's stdout means what the
+oracle's does, for the cases where exact match cannot say.
+
+SM of a case, given SP (the exit code and side effects match):
+- SP fails → SM 0, no question asked (a wrong effect is wrong whatever it prints);
+- EM holds → SM 1, no question asked (the same bytes mean the same);
+- otherwise the judge is asked once — temperature 0, the model named in the answer — and its
+  yes/no is SM, its one-line reason kept beside it (`CaseResult.notes["sm"]`).
+
+Answers are cached by a digest of what was asked (the prompt's version, the model, the
+command, both outputs), so re-scoring the same pairs asks nothing. With no judge, or when
+the judge fails for a case (the endpoint down, an answer that is no verdict), the case has no
+SM: it is "not measured", never a silent 0 or 1, and the score's SM rate is over the measured
+cases only (`sm_measured` says how many).
+
+The judge talks to the run's gateway (role `judge`): recorded, limited and replayable like
+the agent's calls.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from icae_tui.domain.results import CaseResult, MetricKind, MetricSpec, Score
+
+PROMPT_VERSION = "sm-1"
+JUDGE_CACHE_FILE = "judge_cache.db"  # beside the store's runs.db
+SM = "sm"
+SM_METRIC = MetricSpec(
+    name=SM, label="SM", kind=MetricKind.PASS,
+    description="SP, and stdout means what the oracle's does (a model judge; EM implies it)",
+)  # fmt: skip
+OUTPUT_CAP = 4000  # characters of each output shown to the judge
+SYSTEM = (
+    "You compare the output of a command-line program with the output of a reference "
+    "implementation, given the same input. Answer with one JSON object and nothing else: "
+    '{"same": true or false, "why": "<one short sentence>"}. "same" is true when the two '
+    "outputs carry the same information for a user of the program (formatting, spacing, "
+    "ordering of unordered items or wording may differ), false when a value, an item or a "
+    "meaning differs or is missing."
+)
+
+
+class Chat(Protocol):
+    async def complete(self, body: dict[str, Any]) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The judge's answer for one pair."""
+
+    same: bool
+    why: str
+    model: str
+    cached: bool = False
+
+
+class JudgeCache:
+    """Answers by the digest of what was asked, in a SQLite file of their own."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(path)
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, same INTEGER, "
+            "why TEXT, model TEXT)"
+        )
+
+    def get(self, key: str) -> Judged | None:
+        row = self.db.execute(
+            "SELECT same, why, model FROM answers WHERE key = ?", (key,)
+        ).fetchone()
+        return None if row is None else Judged(bool(row[0]), row[1], row[2], cached=True)
+
+    def put(self, key: str, judged: Judged) -> None:
+        with self.db:
+            self.db.execute(
+                "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?)",
+                (key, int(judged.same), judged.why, judged.model),
+            )
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def pair_key(model: str, command: str, expected: str, actual: str) -> str:
+    digest = hashlib.sha256()
+    for part in (PROMPT_VERSION, model, command, expected, actual):
+        digest.update(part.encode("utf-8", "surrogateescape"))
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _shown(text: str) -> str:
+    if len(text) <= OUTPUT_CAP:
+        return text
+    return text[:OUTPUT_CAP] + f"\n[… {len(text) - OUTPUT_CAP} more characters not shown]"
+
+
+def question(command: str, expected: str, actual: str) -> list[dict[str, str]]:
+    user = (
+        f"Command: {command}\n\n--- reference output ---\n{_shown(expected)}\n"
+        f"--- output to judge ---\n{_shown(actual)}\n--- end ---"
+    )
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+
+_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
+
+
+def verdict_of(reply: dict[str, Any]) -> tuple[bool, str] | None:
+    """(same, why) from a Chat Completions reply, or None when it holds no verdict."""
+    try:
+        content = reply["choices"][0]["message"]["content"] or ""
+    except (KeyError, IndexError, TypeError):
+        return None
+    found = _OBJECT.search(content)
+    if found is None:
+        return None
+    try:
+        data = json.loads(found.group(0))
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("same"), bool):
+        return None
+    why = data.get("why")
+    return data["same"], (why if isinstance(why, str) else "")[:300]
+
+
+class SemanticJudge:
+    """Gives a case result its SM (and the reason) through `chat`; `failures` keeps why a
+    pair could not be judged."""
+
+    def __init__(self, chat: Chat, model: str, cache: JudgeCache | None = None) -> None:
+        self.chat = chat
+        self.model = model
+        self.cache = cache
+        self.asked = 0
+        self.failures: list[str] = []
+
+    async def ask(self, command: str, expected: str, actual: str) -> Judged | None:
+        key = pair_key(self.model, command, expected, actual)
+        if self.cache is not None and (hit := self.cache.get(key)) is not None:
+            return hit
+        body = {"model": self.model, "temperature": 0,
+                "messages": question(command, expected, actual)}  # fmt: skip
+        self.asked += 1
+        try:
+            reply = await self.chat.complete(body)
+        except Exception as err:  # the endpoint's failure: this pair is not measured
+            self.failures.append(f"{type(err).__name__}: {err}")
+            return None
+        found = verdict_of(reply)
+        if found is None:
+            self.failures.append("the judge's answer held no verdict")
+            return None
+        judged = Judged(found[0], found[1], str(reply.get("model") or self.model))
+        if self.cache is not None:
+            self.cache.put(key, judged)
+        return judged
+
+    async def judge(self, result: CaseResult) -> CaseResult:
+        """`result` with its SM (absent when the judge could not say), reason in `notes`."""
+        if not result.verdict.counted:
+            return result
+        if not result.sp:
+            return _with(result, 0.0, "")
+        if result.em:
+            return _with(result, 1.0, "")
+        if result.oracle is None or result.delivery is None:  # no oracle ran: nothing to ask
+            return result
+        judged = await self.ask(result.command, result.oracle.stdout, result.delivery.stdout)
+        if judged is None:
+            return result
+        cached = " (cached)" if judged.cached else ""
+        return _with(result, float(judged.same), f"{judged.model}{cached}: {judged.why}")
+
+
+def judge_failures(failures: Sequence[str]) -> str:
+    """One line for a run's progress: how many pairs the judge could not say, and why."""
+    n = len(failures)
+    kinds = sorted(set(failures))
+    shown = "; ".join(kinds[:2]) + (f"; and {len(kinds) - 2} more" if len(kinds) > 2 else "")
+    return f"SM judge: {n} case{'s' if n != 1 else ''} not measured ({shown})"
+
+
+def _with(result: CaseResult, sm: float, note: str) -> CaseResult:
+    notes = {**result.notes, SM: note} if note else result.notes
+    return result.model_copy(update={"metrics": {**result.metrics, SM: sm}, "notes": notes})
+
+
+def with_sm(score: Score, scored: Sequence[CaseResult]) -> Score:
+    """`score` with SM's rate over the scored cases that have one (`sm_measured` of them),
+    and how often SM agrees with EM and with FM where SP held; no rate at all when no case
+    was measured — SM is then "not measured"."""
+    measured = [r for r in scored if SM in r.metrics]
+    if not measured:
+        return score
+    rates = dict(score.rates)
+    rates[SM] = round(sum(r.metrics[SM] for r in measured) / len(measured), 4)
+    rates["sm_measured"] = float(len(measured))
+    with_sp = [r for r in measured if r.sp]
+    if with_sp:
+        agree_em = sum((r.metrics[SM] >= 1.0) == r.em for r in with_sp) / len(with_sp)
+        agree_fm = sum((r.metrics[SM] >= 1.0) == r.fm for r in with_sp) / len(with_sp)
+        rates["sm_agrees_em"] = round(agree_em, 4)
+        rates["sm_agrees_fm"] = round(agree_fm, 4)
+    metrics = list(score.metrics)
+    if all(m.name != SM for m in metrics):
+        metrics.append(SM_METRIC)
+    return score.model_copy(update={"rates": rates, "metrics": metrics})

@@ -1,0 +1,113 @@
+"""SM in a run (the `processes` backend, no Docker): the judge goes through the run's gateway to
+a local OpenAI-compatible server, its calls recorded; a second run asks nothing (the cache); a
+dead endpoint leaves SM not measured and says so; a stored run's recorded judge answers a
+re-score with no endpoint at all."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+
+import pytest
+
+from icae_tui.domain.events import CaseFinished, CasesPlanned, ModelCallMade, Progress
+from icae_tui.domain.states import ModelRole, RunStatus
+from icae_tui.evaluation.semantic import JUDGE_CACHE_FILE, SM
+from icae_tui.run import Run, RunConfig
+from icae_tui.sandbox import registry
+from icae_tui.store import RunStore
+from icae_tui.users.model_user import ModelConfig
+from tests.openai_stub import serve
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the processes backend mounts")
+# mini's partial solution: hidden/ops#0 prints "3" for "words=3", enhanced/edge#1 "0" for
+# "words=0" (SP holds, EM fails: asked); hidden/ops#2 has the wrong side effect (SM 0);
+# hidden/ops#1 and enhanced/edge#0 are exact (SM 1)
+ASKED = {"hidden/ops#0", "enhanced/edge#1"}
+
+
+@pytest.fixture(autouse=True)
+def unsafe_allowed(monkeypatch):
+    monkeypatch.setenv(registry.UNSAFE_VAR, "1")
+
+
+def _same(body) -> str:
+    return json.dumps({"same": True, "why": "the same count, without its label"})
+
+
+def _config(task, base_url: str, **extra) -> RunConfig:
+    judge = ModelConfig(model="judge-1", base_url=base_url)
+    return RunConfig(task=task, agent="scripted:partial", pace_s=0, engine="processes",
+                     judge_model=judge, **extra)  # fmt: skip
+
+
+def _sm(store: RunStore, run_id: str) -> dict[str, float | None]:
+    return {
+        e.result.case_id: e.result.metrics.get(SM)
+        for e in store.events(run_id)
+        if isinstance(e, CaseFinished)
+    }
+
+
+def _dead_url() -> str:
+    with socket.socket() as s:  # a port nothing listens on once this closes
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+async def test_sm_is_judged_through_the_gateway_and_cached(fixture_catalog, store):
+    task = fixture_catalog.tasks["mini"]
+    async with serve(_same) as stub:
+        run = Run(_config(task, stub.base_url), store)
+        outcome = await run.execute()
+        assert outcome.status is RunStatus.COMPLETED, outcome.error
+        assert len(stub.requests) == 2 and all(r["temperature"] == 0 for r in stub.requests)
+        sm = _sm(store, run.run_id)
+        assert {c for c, v in sm.items() if v == 1.0} == ASKED | {
+            "hidden/ops#1", "enhanced/edge#0", "public/upper#0"
+        }  # fmt: skip
+        assert sm["hidden/ops#2"] == 0.0
+        assert outcome.score is not None
+        assert outcome.score.rates[SM] == 0.8 and outcome.score.rates["sm_measured"] == 5
+        assert outcome.score.overall == 0.4  # SM never changes a verdict
+        planned = next(e for e in store.events(run.run_id) if isinstance(e, CasesPlanned))
+        assert SM in [m.name for m in planned.metrics]
+        calls = [e for e in store.events(run.run_id) if isinstance(e, ModelCallMade)]
+        assert [c.role for c in calls] == [ModelRole.JUDGE, ModelRole.JUDGE]
+        assert all(c.model == "judge-1" for c in calls)
+
+        again = Run(_config(task, stub.base_url), store)
+        second = await again.execute()
+        assert len(stub.requests) == 2  # every pair answered from the cache
+        assert second.score is not None and second.score.rates[SM] == 0.8
+        finished = [e.result for e in store.events(again.run_id) if isinstance(e, CaseFinished)]
+        assert all("(cached)" in r.notes[SM] for r in finished if r.case_id in ASKED)
+
+
+async def test_a_dead_judge_endpoint_leaves_sm_not_measured(fixture_catalog, store):
+    run = Run(_config(fixture_catalog.tasks["mini"], _dead_url()), store)
+    outcome = await run.execute()
+    assert outcome.status is RunStatus.COMPLETED, outcome.error
+    sm = _sm(store, run.run_id)
+    assert all(sm[c] is None for c in ASKED)  # not measured: neither 0 nor 1
+    assert sm["hidden/ops#1"] == 1.0 and sm["hidden/ops#2"] == 0.0
+    assert outcome.score is not None and outcome.score.rates["sm_measured"] == 3
+    said = [e.message for e in store.events(run.run_id) if isinstance(e, Progress)]
+    assert any(m.startswith("SM judge: 2 cases not measured") for m in said), said
+
+
+async def test_a_stored_run_re_scores_with_its_recorded_judge_and_no_endpoint(
+    fixture_catalog, store
+):
+    task = fixture_catalog.tasks["mini"]
+    async with serve(_same) as stub:
+        recorded = Run(_config(task, stub.base_url), store)
+        await recorded.execute()
+    (store.path.parent / JUDGE_CACHE_FILE).unlink()  # no cache to answer from
+    replay = Run(_config(task, _dead_url(), model_replay=recorded.run_id), store)
+    outcome = await replay.execute()
+    assert outcome.status is RunStatus.COMPLETED, outcome.error
+    assert outcome.score is not None and outcome.score.rates[SM] == 0.8
+    assert _sm(store, replay.run_id) == _sm(store, recorded.run_id)
