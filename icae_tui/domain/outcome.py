@@ -14,3 +14,9 @@ class SideOutcome:
 
     run: SideRun
     stdout_full: bytes  # up to the case's compare cap: SideRun keeps only what is displayed
+
+    @property
+    def stored_stdout(self) -> str:
+        """The stdout as a case's `expected_output` holds it (and `icae tasks verify` compares
+        it): the compared bytes, read as UTF-8 with the undecodable replaced."""
+        return self.stdout_full.decode(errors="replace")

@@ -3,6 +3,10 @@
 A case is sound when the oracle gives the same exit code, stdout, stderr and side effects on
 both runs, and its stdout equals the stored `expected_output` byte for byte. A task with no
 oracle (its cases judged against the stored outputs) has nothing to check: no case is given.
+
+`oracle_runs` is the oracle's run of every case, once or more, in its own case pool: verify
+runs each twice; an importer whose source stores no outputs (CLI-Tool-Bench) runs each once
+to record them (`SideOutcome.stored_stdout`).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+from icae_tui.domain.outcome import SideOutcome
 from icae_tui.domain.task import CaseRef, Task
 from icae_tui.evaluation.differential import case_call, case_limits, default_concurrency
 from icae_tui.evaluation.verdict import oracle_agrees
@@ -29,11 +34,10 @@ class CaseCheck:
         return self.deterministic and self.matches_stored
 
 
-async def verify_task(
-    sandbox: Sandbox, task: Task, oracle_image: str, *, run_id: str
-) -> AsyncIterator[CaseCheck]:
-    if task.spec.oracle is None:  # judged against the stored outputs: nothing to check them by
-        return
+async def oracle_runs(
+    sandbox: Sandbox, task: Task, oracle_image: str, *, run_id: str, runs: int = 1
+) -> AsyncIterator[tuple[CaseRef, list[SideOutcome]]]:
+    """Each case of `task` run `runs` times on the oracle (at once), as they complete."""
     size = default_concurrency()
     pool = sandbox.case_pool(
         oracle_image, run_id=run_id, role=Role.ORACLE, size=size, limits=case_limits(task),
@@ -42,22 +46,12 @@ async def verify_task(
     await pool.start()
     gate = asyncio.Semaphore(size)
 
-    async def check(ref: CaseRef) -> CaseCheck:
+    async def run(ref: CaseRef) -> tuple[CaseRef, list[SideOutcome]]:
         call = case_call(task, ref)
         async with gate:
-            first, second = await asyncio.gather(pool.run(call), pool.run(call))
-        deterministic = oracle_agrees(first, second)
-        matches = first.stdout_full.decode(errors="replace") == ref.case.expected_output
-        detail = []
-        if not deterministic:
-            detail.append("the oracle's two runs differ")
-        if not matches:
-            detail.append(
-                f"stored {ref.case.expected_output[:60]!r}, oracle {first.run.stdout[:60]!r}"
-            )
-        return CaseCheck(ref.id, deterministic, matches, "; ".join(detail))
+            return ref, list(await asyncio.gather(*(pool.run(call) for _ in range(runs))))
 
-    pending = [asyncio.ensure_future(check(ref)) for ref in task.cases]
+    pending = [asyncio.ensure_future(run(ref)) for ref in task.cases]
     try:
         for done in asyncio.as_completed(pending):
             yield await done
@@ -66,3 +60,23 @@ async def verify_task(
             p.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
         await pool.close()
+
+
+async def verify_task(
+    sandbox: Sandbox, task: Task, oracle_image: str, *, run_id: str
+) -> AsyncIterator[CaseCheck]:
+    if task.spec.oracle is None:  # judged against the stored outputs: nothing to check them by
+        return
+    async for ref, (first, second) in oracle_runs(
+        sandbox, task, oracle_image, run_id=run_id, runs=2
+    ):
+        deterministic = oracle_agrees(first, second)
+        matches = first.stored_stdout == ref.case.expected_output
+        detail = []
+        if not deterministic:
+            detail.append("the oracle's two runs differ")
+        if not matches:
+            detail.append(
+                f"stored {ref.case.expected_output[:60]!r}, oracle {first.run.stdout[:60]!r}"
+            )
+        yield CaseCheck(ref.id, deterministic, matches, "; ".join(detail))
