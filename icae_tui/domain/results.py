@@ -231,6 +231,10 @@ class Score(BaseModel):
     metrics: list[MetricSpec] = Field(default_factory=list)
     rates: dict[str, float] = Field(default_factory=dict)
     public_minus_hidden: float | None = None
+    # each command pattern's passed / total over the counted hidden and enhanced cases (what
+    # macro averages), and how many cases of every split got each verdict
+    by_pattern: dict[str, SplitScore] = Field(default_factory=dict)
+    verdicts: dict[Verdict, int] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod

@@ -14,7 +14,7 @@ the oracle itself failed or disagreed with itself are left out of every rate.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 from icae_tui.domain.results import (
@@ -101,7 +101,14 @@ class LadderAggregate:
         gap = None
         if public.total and hidden.total:
             gap = round(public.rate - hidden.rate, 4)
+        patterns: dict[str, list[bool]] = defaultdict(list)
+        for r in ours:
+            patterns[r.pattern].append(r.passed)
         return Score(
+            by_pattern={
+                p: SplitScore(total=len(v), passed=sum(v)) for p, v in sorted(patterns.items())
+            },
+            verdicts=dict(sorted(Counter(r.verdict for r in results).items())),
             build_ok=build_ok,
             done=len(results),
             planned=planned,
