@@ -13,6 +13,15 @@ fuzzer, on the tree's `run_differential_test/BaseRepoAdapter.py`) with its agent
   pattern, `mount_files` its fixtures under the work directory `/test_data`, `prep_script`
   its prep line, `env_vars` exported before its command. A category's first case (the
   fuzzers' edge case) is public, the others hidden.
+- CLI-Tool-Bench stores no expected output (it judges each case against the live oracle,
+  as runs here do). Given an oracle runner (the command's: the oracle image built from the
+  task's recipe, each case run once in its box, third-party code never on the host), each
+  case's `expected_output` is then the oracle's stdout at import: what `icae tasks verify`
+  and `check` hold the oracle to later (a rebuilt image that answers otherwise, a case that
+  varies from run to run), and what a reader of the case sees it print. A case whose oracle
+  run broke a bound of its box is said; an oracle image that does not build fails the tool.
+- an adapter's `sanitize_stdout` (CLI-Tool-Bench masks volatile output with it before
+  comparing) is third-party code, not run here: the import warns that there is one.
 - the oracle's recipe is the adapter's (`install_oracle`, `base_image`, recorded in
   origin/cli-tool-bench.json), with its source replaced (`--oracle owner/repo=SOURCE`): a
   pinned registry package (`pip:NAME==V`, `npm:NAME@V`, [oracle] package, installed at
@@ -26,19 +35,21 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import tempfile
 import tomllib
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from icae_tui.catalog import TaskError, load_task
+from icae_tui.domain.outcome import SideOutcome
 from icae_tui.domain.runtimes import runtime_problem
-from icae_tui.domain.task import PINNED_PACKAGE, Case, OriginSource, Reference, TaskSpec
-from icae_tui.errors import ConfigError
+from icae_tui.domain.task import PINNED_PACKAGE, Case, OriginSource, Reference, Task, TaskSpec
+from icae_tui.errors import ConfigError, ImageBuildError
 from icae_tui.importers.ctb_fuzz_main import FUZZ_MAIN
 from icae_tui.importers.folder_sync import Change, sync_folder
 from icae_tui.importers.icae_eval import ImportReport, Outcome, TaskImport
@@ -89,6 +100,8 @@ class FuzzRun:
 
 
 FuzzRunner = Callable[[FuzzJob], FuzzRun]
+# a loaded task → each case's (by CaseRef.id) one run on its oracle, in a box
+OracleRunner = Callable[[Task], dict[str, SideOutcome]]
 
 Text = Annotated[str, StringConstraints(max_length=100_000)]
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")]
@@ -116,6 +129,7 @@ class FuzzOutput(BaseModel):
     base_image: Annotated[str, StringConstraints(max_length=300)]
     install: list[Annotated[str, StringConstraints(max_length=20_000)]] = Field(max_length=50)
     cases: list[FuzzCase] = Field(min_length=1, max_length=20_000)
+    sanitizes: bool = False  # the adapter masks parts of the output (sanitize_stdout)
 
 
 def task_id(tool: str) -> str:
@@ -209,6 +223,7 @@ class _Built:
     files: dict[str, bytes | Path]
     reference: Reference
     oracle_source: str
+    cases: dict[str, tuple[str, list[Case]]] = field(default_factory=dict)  # file → its cases
 
 
 def oracle_of(built: _Built) -> str:
@@ -230,10 +245,19 @@ def offline(lines: list[str]) -> tuple[list[str], list[str]]:
     return lines, ["python3-pip", "python3-setuptools", "python3-wheel"]
 
 
+def oracle_off_path(name: str) -> str:
+    """The install line that takes the installed `name` off PATH (the delivery's is the one
+    there) to ORACLE_BIN, the oracle's entry. A link (npm's global bin: a relative link into
+    its node_modules) is made again to what it resolves to, which a move would break."""
+    return (f'p="$(command -v {name})" && mkdir -p {ORACLE_BIN} && if [ -L "$p" ]; then '
+            f'ln -s "$(readlink -f "$p")" {ORACLE_BIN}/{name} && rm "$p"; '
+            f'else mv "$p" {ORACLE_BIN}/{name}; fi')  # fmt: skip
+
+
 def _oracle(
     tool: str, name: str, source: str, install: list[str], shown: str
 ) -> tuple[dict[str, TomlValue | None], dict[str, Path], Problem | None]:
-    move = (f"mkdir -p {ORACLE_BIN} && mv \"$(command -v {name})\" {ORACLE_BIN}/{name}")  # fmt: skip
+    move = oracle_off_path(name)
     spec: dict[str, TomlValue | None] = {"entry": f"{ORACLE_BIN}/{name}"}
     if re.match(PINNED_PACKAGE, source):
         spec |= {"package": source, "install": [move]}
@@ -275,6 +299,12 @@ def build_task(
         result.problems.append(problem)
         return None
     packages = oracle.pop("packages", None)
+    if out.sanitizes:
+        result.problems.append(Problem(Severity.WARNING, shown, "sanitize_stdout",
+                                       "the adapter masks parts of the output before "
+                                       "CLI-Tool-Bench compares it; that code is not run here: "
+                                       "a case whose output varies from run to run is judged "
+                                       "as it is (icae tasks verify flags it)"))  # fmt: skip
     called = _prompt_name(prompt) or name  # the prompt may name the tool otherwise
     if called != name:
         result.problems.append(Problem(Severity.NOTE, prompt_rel, "CLI Tool Name",
@@ -291,6 +321,7 @@ def build_task(
         files[f"prd/{level}.md"] = prd
         files[f"user_agent/{level}.json"] = ua
     by_category: dict[str, list[FuzzCase]] = {}
+    case_files: dict[str, tuple[str, list[Case]]] = {}
     for case in out.cases:
         by_category.setdefault(case.category, []).append(case)
     taken: set[str] = set()
@@ -311,8 +342,8 @@ def build_task(
         public, hidden = made[:1], made[1:]
         for split, chosen in (("public", public), ("hidden", hidden)):
             if chosen:
-                files[f"cases/{split}/{stem}.json"] = dump({"description": category, "cases": [
-                    c.model_dump(exclude_defaults=True) for c in chosen]}, OURS)  # fmt: skip
+                case_files[f"cases/{split}/{stem}.json"] = (category, chosen)
+    files |= {rel: _case_file(*kept) for rel, kept in case_files.items()}
     language = _IMAGES.get(out.base_image.split(":")[0].rsplit("/", 1)[-1], "unknown")
     kind = source.split(":", 1)[0] if re.match(PINNED_PACKAGE, source) else None
     recorded = source if kind else f"checkout:{Path(source).expanduser().resolve()}"
@@ -343,7 +374,62 @@ def build_task(
     if (why := runtime_problem(spec)) is not None:
         result.problems.append(Problem(Severity.ERROR, shown, "base_image", why[1]))
         return None
-    return _Built(files, Reference.ORACLE, recorded)
+    return _Built(files, Reference.ORACLE, recorded, case_files)
+
+
+def _case_file(description: str, cases: list[Case]) -> bytes:
+    return dump({"description": description,
+                 "cases": [c.model_dump(exclude_defaults=True) for c in cases]}, OURS)  # fmt: skip
+
+
+def _broken(run: SideOutcome) -> str | None:
+    """The bound of its box the oracle's run broke (its stdout then is what it printed)."""
+    r = run.run
+    for broke, why in ((r.timed_out, "timed out"), (r.overflowed, "printed past the bound"),
+                       (r.oom_killed, "ran out of memory"), (r.pids_capped, "hit the pids limit"),
+                       (r.disk_full, "filled its disk"), (r.box_died, "killed its box"),
+                       (bool(r.left_running), "left processes running")):  # fmt: skip
+        if broke:
+            return why
+    return None
+
+
+def record_outputs(built: _Built, tool: str, runner: OracleRunner, result: TaskImport) -> bool:
+    """Each case's `expected_output`: the oracle's stdout, from `runner` run on the task as
+    staged outside the tasks folder (the final folder is written once, complete). False after
+    saying why not."""
+    shown = f"{REPO_DIR}/{tool}/start.py"
+    with tempfile.TemporaryDirectory(prefix="icae-ctb-") as stage:
+        folder = Path(stage) / result.task_id
+        sync_folder(folder, built.files)
+        try:
+            task = load_task(folder)
+        except TaskError as err:
+            result.problems.append(Problem(Severity.ERROR, shown, "",
+                                           f"the catalog refuses the task: {err.message}"))  # fmt: skip
+            return False
+        try:
+            runs = runner(task)
+        except ImageBuildError as err:
+            result.problems.append(Problem(Severity.ERROR, shown, "install_oracle",
+                                           f"the oracle's image did not build: {err}"))  # fmt: skip
+            return False
+    for rel, (description, cases) in built.cases.items():
+        split, stem = rel.removeprefix("cases/").removesuffix(".json").split("/", 1)
+        filled = []
+        for i, case in enumerate(cases):
+            run = runs.get(f"{split}/{stem}#{i}")
+            if run is None:
+                result.problems.append(Problem(Severity.ERROR, rel, f"cases[{i}]",
+                                               "the oracle gave no run of this case"))  # fmt: skip
+                return False
+            if (why := _broken(run)) is not None:
+                result.problems.append(Problem(Severity.WARNING, rel,
+                                               f"cases[{i}].expected_output", f"the oracle's run "
+                                               f"{why}: stored is what it printed until then"))  # fmt: skip
+            filled.append(case.model_copy(update={"expected_output": run.stored_stdout}))
+        built.files[rel] = _case_file(description, filled)
+    return True
 
 
 def fuzz_output(
@@ -398,10 +484,11 @@ _OUTCOMES = {Change.CREATED: Outcome.CREATED, Change.UPDATED: Outcome.UPDATED,
 
 def import_tree(
     tree: Path, into: Path, *, runner: FuzzRunner, oracles: dict[str, str],
-    only: list[str] | None = None, seed: int = SEED,
+    only: list[str] | None = None, seed: int = SEED, outputs: OracleRunner | None = None,
 ) -> ImportReport:  # fmt: skip
     """Import the tools of `tree` (or those `only` names) into `into`, each tool's oracle
-    from `oracles[tool]`. ConfigError when `tree` holds no CLI-Tool-Bench tools."""
+    from `oracles[tool]`; with `outputs`, each case's expected output is its oracle's stdout.
+    ConfigError when `tree` holds no CLI-Tool-Bench tools."""
     tools = tools_of(tree)
     if not tools:
         raise ConfigError(f"{tree}: no CLI-Tool-Bench tools ({REPO_DIR}/<owner>/<repo>/start.py)")
@@ -433,6 +520,8 @@ def import_tree(
         built = build_task(tree, tool, out, seed, source, result) if out else None
         if built is None or errors_in(result.problems):
             continue
+        if outputs is not None and not record_outputs(built, tool, outputs, result):
+            continue
         folder = into / result.task_id
         synced = sync_folder(folder, built.files)
         try:
@@ -446,6 +535,8 @@ def import_tree(
                     if k.startswith("cases/") and isinstance(v, bytes))  # fmt: skip
         result.problems.append(Problem(Severity.NOTE, f"{REPO_DIR}/{tool}/start.py", "",
                                        f"{count} cases in {n} files, generated with seed {seed}; "
-                                       f"oracle: {oracle_of(built)}"))  # fmt: skip
+                                       f"oracle: {oracle_of(built)}"
+                                       + ("; expected outputs: its stdout, run once here"
+                                          if outputs is not None else "")))  # fmt: skip
         result.outcome, result.reference = _OUTCOMES[synced.change], built.reference
     return report

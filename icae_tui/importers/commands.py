@@ -13,10 +13,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from icae_tui.domain.task import Reference
+from icae_tui.domain.outcome import SideOutcome
+from icae_tui.domain.task import Reference, Task
 from icae_tui.errors import ConfigError
 from icae_tui.importers import cli_tool_bench as ctb
-from icae_tui.importers.cli_tool_bench import FuzzJob, FuzzRun
+from icae_tui.importers.cli_tool_bench import FuzzJob, FuzzRun, OracleRunner
 from icae_tui.importers.icae_eval import ImportReport, Outcome, TaskImport, import_tree
 from icae_tui.importers.icae_export import export_tasks
 from icae_tui.importers.problems import Severity
@@ -119,6 +120,28 @@ def fuzz_in_a_box(job: FuzzJob) -> FuzzRun:
                    overflowed=res.overflowed or res.truncated, timed_out=res.timed_out)  # fmt: skip
 
 
+def oracle_in_boxes(engine: str) -> OracleRunner:
+    """Each case of a task run once on its oracle, on the engine `engine` names: the task's
+    images built (or reused) from its recipe, the oracle side's case pool as `icae tasks
+    verify` uses it (evaluation/verify.py). A CLI-Tool-Bench import's expected outputs."""
+    import asyncio
+
+    async def runs(task: Task) -> dict[str, SideOutcome]:
+        from icae_tui.evaluation.verify import oracle_runs
+        from icae_tui.run import new_run_id
+        from icae_tui.sandbox.registry import open_sandbox
+
+        sandbox = await open_sandbox(engine)
+        try:
+            images = await sandbox.task_images(task)
+            return {ref.id: outcomes[0] async for ref, outcomes in oracle_runs(
+                sandbox, task, images.oracle, run_id=new_run_id())}  # fmt: skip
+        finally:
+            await sandbox.close()
+
+    return lambda task: asyncio.run(runs(task))
+
+
 def _import_cli_tool_bench(args: argparse.Namespace, tasks_dir: Path) -> int:
     from icae_tui.errors import InfraError
 
@@ -134,8 +157,9 @@ def _import_cli_tool_bench(args: argparse.Namespace, tasks_dir: Path) -> int:
             Path(args.path), tasks_dir, runner=fuzz_in_a_box, oracles=oracles,
             only=(args.tool or []) + (args.task or []) or None,
             seed=ctb.SEED if args.seed is None else args.seed,
+            outputs=oracle_in_boxes(args.engine),
         )  # fmt: skip
-    except (ConfigError, InfraError) as err:
+    except (ConfigError, InfraError) as err:  # no engine: no tool can be imported
         print(f"error: {printable(str(err), limit=500)}")
         return 2
     print_import(report, what="tools")

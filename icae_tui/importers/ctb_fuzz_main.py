@@ -2,8 +2,9 @@
 is copied into the box as FUZZ_MAIN). It seeds `random` (PYTHONHASHSEED is set by the
 caller) before the tool's start.py is imported, stubs DiffTestEngine (the benchmark's
 runner, which needs docker), records what the adapter's install_oracle would run instead of
-running it, and writes one JSON object to its stdout: base_image, install, cases. Anything
-the fuzzer prints goes to stderr.
+running it, and writes one JSON object to its stdout: base_image, install, cases, and
+sanitizes (whether the adapter overrides BaseRepoAdapter.sanitize_stdout, which masks parts
+of the output before CLI-Tool-Bench compares it). Anything the fuzzer prints goes to stderr.
 """
 
 FUZZ_MAIN = r"""
@@ -46,6 +47,9 @@ random.seed(seed)
 cases = [{"command": c.command, "category": c.category, "prep_script": c.prep_script,
           "mount_files": c.mount_files, "env_vars": c.env_vars}
          for c in adapter.generate_test_cases()]
-json.dump({"base_image": adapter.base_image, "install": recorder.commands, "cases": cases}, out)
+own = getattr(base.BaseRepoAdapter, "sanitize_stdout", None)
+sanitizes = own is not None and type(adapter).sanitize_stdout is not own
+json.dump({"base_image": adapter.base_image, "install": recorder.commands, "cases": cases,
+           "sanitizes": sanitizes}, out)
 out.close()
 """

@@ -7,15 +7,21 @@ The real fuzzers in real boxes: tests/integration/test_ctb_import_engine.py."""
 from __future__ import annotations
 
 import json
+import subprocess
 import tomllib
+from pathlib import Path
 
 import pytest
 
 from icae_tui.catalog import load_catalog
 from icae_tui.cli import main
+from icae_tui.domain.outcome import SideOutcome
+from icae_tui.domain.results import SideRun
+from icae_tui.errors import ImageBuildError
 from icae_tui.importers import cli_tool_bench as ctb
 from icae_tui.importers.cli_tool_bench import FuzzJob, FuzzRun
 from icae_tui.importers.icae_eval import Outcome
+from icae_tui.importers.problems import Severity
 from tests.importers.ctb_tree import COWSAY, MOO, REV, build_tree, checkout
 
 INSTALL = ["sh -c 'mkdir -p /repo && cd /repo && git clone https://github.com/acme/revtool.git "
@@ -192,3 +198,90 @@ def test_the_prompts_tool_name_is_the_one_the_cases_call(tree, tmp_path):
     assert {c.pattern for c in task.cases} == {"flip upper <text>"}
     assert task.spec.interface.tool == "flip" and task.spec.delivery.entry == "/workspace/flip"
     assert task.spec.oracle is not None and task.spec.oracle.entry == "/opt/icae-oracle-bin/revtool"
+
+
+def _side(stdout: bytes, **bounds) -> SideOutcome:
+    run = SideRun(exit_code=0, stdout=stdout.decode(errors="replace"), stderr="", **bounds)
+    return SideOutcome(run, stdout)
+
+
+class Oracle:
+    """Answers each case of the task it is given with a stdout of its own; keeps the tasks."""
+
+    def __init__(self, broken: dict[str, dict[str, bool]] | None = None, fails: bool = False):
+        self.broken, self.fails, self.tasks = broken or {}, fails, []
+
+    def __call__(self, task):
+        self.tasks.append(task)
+        if self.fails:
+            raise ImageBuildError("oracle image: `pip install .` exited 1")
+        return {ref.id: _side(f"out of {ref.id}\n".encode() + b"\xff", **self.broken.get(ref.id, {}))
+                for ref in task.cases}  # fmt: skip
+
+
+def test_each_cases_expected_output_is_its_oracles_stdout(tree, tmp_path):
+    cases = [_case(), _case("revtool upper x"),
+             _case("revtool save f 'z'", "revtool save <file> <text>")]  # fmt: skip
+    box = Box({REV: FuzzRun(0, _output(cases))})
+    oracle = Oracle({"hidden/revtool_upper_text#0": {"timed_out": True}})
+    tasks, oracles = tmp_path / "tasks", {REV: str(checkout(tmp_path / "co"))}
+    report = ctb.import_tree(tree, tasks, runner=box, oracles=oracles, only=[REV], outputs=oracle)
+    (result,) = report.tasks
+    assert result.outcome is Outcome.CREATED
+    (staged,) = oracle.tasks  # run on the task as staged, before the folder is written
+    assert staged.root != str(tasks / "ctb-acme-revtool") and not Path(staged.root).exists()
+    task = load_catalog(tasks).tasks["ctb-acme-revtool"]
+    assert {c.id: c.case.expected_output for c in task.cases} == {
+        i: f"out of {i}\n\ufffd" for i in ("public/revtool_upper_text#0",
+                                           "hidden/revtool_upper_text#0",
+                                           "public/revtool_save_file_text#0")}  # fmt: skip
+    warned = [str(p) for p in result.problems if p.severity is Severity.WARNING]
+    assert warned == ["warning: cases/hidden/revtool_upper_text.json: field "
+                      "'cases[0].expected_output': the oracle's run timed out: stored is what it "
+                      "printed until then"]  # fmt: skip
+    assert str(result.problems[-1]).endswith("; expected outputs: its stdout, run once here")
+    again = ctb.import_tree(tree, tasks, runner=box, oracles=oracles, only=[REV], outputs=Oracle())
+    assert again.tasks[0].outcome is Outcome.UNCHANGED  # the same outputs: nothing rewritten
+
+
+def test_an_oracle_image_that_does_not_build_fails_the_tool(tree, tmp_path):
+    box = Box({REV: FuzzRun(0, _output([_case(), _case()]))})
+    tasks = tmp_path / "tasks"
+    report = ctb.import_tree(tree, tasks, runner=box, oracles={REV: str(checkout(tmp_path / "co"))},
+                             only=[REV], outputs=Oracle(fails=True))  # fmt: skip
+    (result,) = report.tasks
+    assert result.outcome is Outcome.FAILED and not (tasks / "ctb-acme-revtool").exists()
+    assert [str(p) for p in result.problems] == [
+        "error: run_differential_test/repo/acme/revtool/start.py: field 'install_oracle': the "
+        "oracle's image did not build: oracle image: `pip install .` exited 1",
+    ]
+
+
+def test_an_adapter_that_sanitizes_its_output_is_said(tree, tmp_path):
+    out = json.loads(_output([_case(), _case()])) | {"sanitizes": True}
+    box = Box({REV: FuzzRun(0, json.dumps(out).encode())})
+    report = ctb.import_tree(tree, tmp_path / "tasks", runner=box,
+                             oracles={REV: str(checkout(tmp_path / "co"))}, only=[REV])  # fmt: skip
+    (result,) = report.tasks
+    assert result.outcome is Outcome.CREATED
+    (warning,) = [p for p in result.problems if p.severity is Severity.WARNING]
+    assert warning.field == "sanitize_stdout" and "not run here" in warning.message
+
+
+def test_an_npm_links_relative_bin_is_taken_off_path_still_working(tmp_path):
+    """npm's global bin is a link relative to its folder: moved, it would point nowhere."""
+    (tmp_path / "lib" / "pkg").mkdir(parents=True)
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "lib" / "pkg" / "tool.js").write_text("#!/bin/sh\necho linked\n")
+    (tmp_path / "lib" / "pkg" / "tool.js").chmod(0o755)
+    (tmp_path / "bin" / "tool").symlink_to("../lib/pkg/tool.js")
+    (tmp_path / "bin" / "plain").write_text("#!/bin/sh\necho plain\n")
+    (tmp_path / "bin" / "plain").chmod(0o755)
+    env = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"}
+    off = tmp_path / "off"
+    for name in ("tool", "plain"):
+        line = ctb.oracle_off_path(name).replace(ctb.ORACLE_BIN, str(off))
+        subprocess.run(["sh", "-c", line], env=env, check=True)
+        assert not (tmp_path / "bin" / name).exists()
+    assert subprocess.run([off / "tool"], capture_output=True, text=True).stdout == "linked\n"
+    assert subprocess.run([off / "plain"], capture_output=True, text=True).stdout == "plain\n"
