@@ -1,9 +1,12 @@
 """`icae tasks import cli-tool-bench` on the real engine: the tree the test writes
 (tests/importers/ctb_tree.py) imported from the command line, each tool's fuzzer run in a
-box with the fixed seed; then runs of both tasks as any run. The oracle of acme/moo is the
-pinned package pip:cowsay==6.1, installed when its oracle image is built (the one build step
-that reaches the registry); acme/revtool's is a local checkout. A delivery that is the
-oracle itself scores 100 % on each; one that differs fails the cases it should."""
+box with the fixed seed, each case's expected output its oracle's stdout (run in a box);
+then runs of the tasks as any run. The oracle of acme/moo is the pinned package
+pip:cowsay==6.1, acme/jsontool's the pinned npm package json@11.0.0, each installed when its
+oracle image is built (the one build step that reaches the registry); acme/revtool's is a
+local checkout. A delivery that is the oracle itself scores 100 % on each; one that differs
+fails the cases it should; `icae tasks verify` finds every imported case sound, and says so
+of a stored output that is not the oracle's."""
 
 from __future__ import annotations
 
@@ -24,6 +27,8 @@ from tests.importers.ctb_tree import (
     BASE_ADAPTER,
     COWSAY,
     HEADER,
+    JSON_NPM,
+    JSONTOOL,
     MOO,
     REV,
     REVTOOL,
@@ -46,11 +51,16 @@ def imported(tmp_path, capsys):
     assert out == [
         "ctb-acme-moo (acme/moo): created · cases differential against its golden repository",
         "  note: run_differential_test/repo/acme/moo/start.py: 9 cases in 6 files, generated "
-        "with seed 20260101; oracle: pip:cowsay==6.1",
+        "with seed 20260101; oracle: pip:cowsay==6.1; expected outputs: its stdout, run once here",
         "ctb-acme-revtool (acme/revtool): created · cases differential against its golden "
         "repository",
+        "  warning: run_differential_test/repo/acme/revtool/start.py: field 'sanitize_stdout': "
+        "the adapter masks parts of the output before CLI-Tool-Bench compares it; that code is "
+        "not run here: a case whose output varies from run to run is judged as it is (icae "
+        "tasks verify flags it)",
         "  note: run_differential_test/repo/acme/revtool/start.py: 9 cases in 6 files, generated "
-        f"with seed 20260101; oracle: checkout:{local}",
+        f"with seed 20260101; oracle: checkout:{local}; expected outputs: its stdout, run once "
+        "here",
         f"2 tools: 2 imported into {tasks} (2 created, 0 updated, 0 unchanged), 0 not imported",
     ]
     before = {p: p.read_bytes() for p in tasks.rglob("*") if p.is_file()}
@@ -102,6 +112,31 @@ async def test_the_pinned_package_oracle_itself_scores_100(imported, store):
     public = imported / "ctb-acme-moo" / "cases" / "public" / "cowsay_t_text.json"
     text = json.loads(public.read_text())["cases"][0]["command"].split("'")[1]
     assert f"| {text} |" in said.oracle.stdout and said.oracle.stdout == said.delivery.stdout
+
+
+def test_verify_finds_the_imported_cases_sound_and_a_wrong_stored_output_wrong(
+    imported, capsys
+):
+    folder = imported / "ctb-acme-revtool"
+    public = folder / "cases" / "public" / "revtool_upper_text.json"
+    stored = json.loads(public.read_text())
+    assert stored["cases"][0]["expected_output"] == "STRASSE\n"  # the oracle's, at import
+    saves = json.loads((folder / "cases" / "hidden" / "revtool_save_file_text.json").read_text())
+    assert [c["expected_output"] for c in saves["cases"]] == [
+        f"saved {len(c['command'].split(chr(39))[1])} characters\n" for c in saves["cases"]
+    ]
+    verify = ["--tasks", str(imported), "tasks", "verify", "--task", "ctb-acme-revtool"]
+    assert main(verify) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "ctb-acme-revtool: 9/9 cases sound (deterministic and equal to the stored expected_output)"
+    ]
+    stored["cases"][0]["expected_output"] = "Strasse\n"
+    public.write_text(json.dumps(stored))
+    assert main(verify) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        "  ctb-acme-revtool public/revtool_upper_text#0: stored 'Strasse\\n', oracle 'STRASSE\\n'",
+        "ctb-acme-revtool: 8/9 cases sound (deterministic and equal to the stored expected_output)",
+    ]
 
 
 async def test_the_local_checkout_oracle_itself_scores_100(imported, store):
@@ -189,3 +224,55 @@ async def test_a_python_checkout_is_installed_with_pip_offline(pyrev, store):
     outcome = await _run(tasks, "ctb-acme-pyrev", "scripted:oracle", store)
     assert [(r.case_id, r.reason) for r in outcome.results if not r.passed] == []
     assert outcome.score.overall == 1.0 and len(outcome.results) == 3
+
+
+@pytest.fixture
+def jsontool(tmp_path, capsys):
+    """A Node tool whose oracle is a pinned npm package, imported."""
+    tree, tasks = build_tree(tmp_path / "tree", tools=(JSONTOOL,)), tmp_path / "tasks"
+    argv = ["--tasks", str(tasks), "tasks", "import", "cli-tool-bench", str(tree),
+            "--oracle", f"{JSONTOOL}={JSON_NPM}"]  # fmt: skip
+    assert main(argv) == 0, capsys.readouterr().out
+    assert capsys.readouterr().out.splitlines()[1] == (
+        "  note: run_differential_test/repo/acme/jsontool/start.py: 6 cases in 4 files, "
+        "generated with seed 20260101; oracle: npm:json@11.0.0; expected outputs: its stdout, "
+        "run once here"
+    )
+    return tasks
+
+
+async def _json_of_the_oracle(tasks) -> dict[str, str]:
+    """The installed npm package's files, read from the oracle image: the oracle itself."""
+    docker = await connect()
+    try:
+        images = await ensure_task_images(docker, load_catalog(tasks).tasks["ctb-acme-jsontool"])
+    finally:
+        await docker.close()
+    script = ("import json, pathlib; main = pathlib.Path('/opt/icae-oracle-bin/json').resolve(); "
+              "root = next(p for p in main.parents if (p / 'package.json').is_file()); "
+              "print(json.dumps({'main': main.relative_to(root).as_posix(), 'files': {"
+              "p.relative_to(root).as_posix(): p.read_text() for p in root.rglob('*') "
+              "if p.is_file() and p.suffix in ('.js', '.json')}}))")  # fmt: skip
+    out = subprocess.run(["docker", "run", "--rm", "--network", "none", images.oracle,
+                          "python3", "-c", script], capture_output=True, check=True, text=True)  # fmt: skip
+    found = json.loads(out.stdout)
+    files = {f"lib/json/{rel}": text for rel, text in found["files"].items()}
+    files["json"] = f'#!/bin/sh\nexec node /workspace/lib/json/{found["main"]} "$@"\n'
+    return files
+
+
+async def test_the_pinned_npm_package_oracle_itself_scores_100(jsontool, store):
+    folder = jsontool / "ctb-acme-jsontool"
+    spec = load_catalog(jsontool).tasks["ctb-acme-jsontool"].spec
+    assert spec.oracle is not None and spec.oracle.package == JSON_NPM
+    assert spec.origin is not None and spec.origin.oracle_source == JSON_NPM
+    assert spec.language == "javascript" and spec.image.packages == ["npm"]
+    lookups = json.loads((folder / "cases" / "hidden" / "json_f_file_key.json").read_text())
+    for case in lookups["cases"]:  # the oracle answered each lookup with the drawn value
+        doc = json.loads(case["files"]["doc.json"])
+        key = case["command"].split("'")[1]
+        assert case["expected_output"] == f"{doc[key]}\n"
+    _solution(folder, "oracle", await _json_of_the_oracle(jsontool), "json")
+    outcome = await _run(jsontool, "ctb-acme-jsontool", "scripted:oracle", store)
+    assert [(r.case_id, r.reason) for r in outcome.results if not r.passed] == []
+    assert outcome.score.overall == 1.0 and len(outcome.results) == 6
