@@ -5,6 +5,13 @@ stored questions, `refused_questions` counts the ones past the budget that were 
 side of a case lists at most CHANGES_CAP changes, with `changes_total` and `capped_changes`
 giving the true counts; `dropped` counts the trace events past the run's store bound.
 
+Each turn carries `asked_at` and `answered_at` (the events' epoch seconds), so a report can
+draw when each question was asked and answered over the run.
+
+Every format (ReportFormat: JSON, Markdown, JUnit XML, HTML) is rendered from this dict by
+`render_report` / `write_report`; the formats' modules are icae_tui/reports/, and the JSON's
+schema is icae_tui/schemas/report-v3.schema.json (REPORT_SCHEMA).
+
 `reference` says what the cases were judged against: the oracle (differential) or their
 stored expected outputs (a task with `[cases] reference = "expected"`).
 
@@ -15,7 +22,7 @@ Metrics are by name, as the run's scorers declared them: `metrics` lists the cas
 
 from __future__ import annotations
 
-import json
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +44,8 @@ from icae_tui.domain.task import Reference
 from icae_tui.users.metrics import interaction_metrics
 
 REPORT_VERSION = 3  # 2: bounded (refused_questions, dropped, capped_changes); 3: metrics by name
+# The JSON report's published schema (JSON Schema 2020-12), shipped as package data
+REPORT_SCHEMA = Path(__file__).parent / "schemas" / f"report-v{REPORT_VERSION}.schema.json"
 # What the cases were judged against (a report's `reference`): `against` is its name.
 REFERENCES = {
     Reference.ORACLE: {"against": "oracle", "detail": "differential: the oracle ran each case"},
@@ -66,7 +75,8 @@ def build_report(events: list[Event]) -> dict[str, Any]:
                     "started_at": ev.ts,
                 }
             case QuestionAsked():
-                turn = {"id": ev.question_id, "question": ev.text, "via": ev.via, "mode": ev.mode}
+                turn = {"id": ev.question_id, "question": ev.text, "via": ev.via, "mode": ev.mode,
+                        "asked_at": ev.ts}  # fmt: skip
                 questions[ev.question_id] = turn
                 report["turns"].append(turn)
             case QuestionAnswered():
@@ -82,6 +92,7 @@ def build_report(events: list[Event]) -> dict[str, Any]:
                     model=ev.model,
                     runner_up=ev.runner_up,
                     latency_s=ev.latency_s,
+                    answered_at=ev.ts,
                 )
             case QuestionsRefused():  # cumulative: the last one holds the totals
                 report["refused_questions"] = ev.model_dump(
@@ -128,9 +139,38 @@ def build_report(events: list[Event]) -> dict[str, Any]:
     return report
 
 
-def write_report(events: list[Event], path: Path) -> Path:
+class ReportFormat(StrEnum):
+    """The formats a report is rendered in; each value is also its file suffix."""
+
+    JSON = "json"  # build_report's dict, as published in schemas/report-v3.schema.json
+    MARKDOWN = "md"  # for people: the headline score, tiers, patterns, failing cases
+    JUNIT = "xml"  # JUnit XML for CI systems: one testsuite per split, one testcase per case
+    HTML = "html"  # one self-contained page with inline SVG charts
+
+    @classmethod
+    def for_path(cls, path: Path) -> ReportFormat:
+        """The format a file's suffix names (.json, .md, .xml, .html; .markdown and .htm
+        too). Any other suffix, or none, gives JSON: the only format before there were more."""
+        suffix = path.suffix.lower().lstrip(".")
+        suffix = {"markdown": "md", "htm": "html"}.get(suffix, suffix)
+        return cls(suffix) if suffix in {f.value for f in cls} else cls.JSON
+
+
+def render_report(events: list[Event], fmt: ReportFormat | str) -> str | bytes:
+    """The run's report in `fmt`: text for JSON, Markdown and HTML, bytes (UTF-8, with its
+    XML declaration) for JUnit XML. Every format is drawn from build_report's dict."""
+    from icae_tui.reports import render  # the formats' modules (they need this one's dict)
+
+    return render(build_report(events), ReportFormat(fmt))
+
+
+def write_report(events: list[Event], path: Path, fmt: ReportFormat | str | None = None) -> Path:
+    """Write the run's report to `path`, in `fmt` or the format its suffix names."""
+    chosen = ReportFormat(fmt) if fmt is not None else ReportFormat.for_path(path)
+    body = render_report(events, chosen)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        json.dumps(build_report(events), indent=2, ensure_ascii=False), encoding="utf-8"
-    )
+    if isinstance(body, bytes):
+        path.write_bytes(body)
+    else:
+        path.write_text(body, encoding="utf-8")
     return path
