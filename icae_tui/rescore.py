@@ -95,7 +95,12 @@ def _planned(events: Sequence[Event], results: Sequence[CaseResult]) -> tuple[in
 
 
 def rescore(events: Sequence[Event], tau: float) -> Rescored:
-    old = [ev.result for ev in events if isinstance(ev, CaseFinished)]
+    planned_ids = next((ev.case_ids for ev in events if isinstance(ev, CasesPlanned)), [])
+    order = {case_id: i for i, case_id in enumerate(planned_ids)}
+    old = sorted(
+        (ev.result for ev in events if isinstance(ev, CaseFinished)),
+        key=lambda r: order.get(r.case_id, len(order)),
+    )  # in planned order: cases finish in any
     new = [fm_at(r, tau) for r in old]
     planned, build_ok = _planned(events, old)
     stored = None

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from icae_tui.domain.events import (
     BuildChecked,
     CaseFinished,
+    CasesPlanned,
     Event,
     QuestionAnswered,
     QuestionAsked,
@@ -87,7 +88,9 @@ class RunSummary:
 
 
 def summarize(run_id: str, events: Sequence[Event]) -> RunSummary:
+    """The run's summary; its cases in planned order (cases finish in any order)."""
     s = RunSummary(run_id=run_id)
+    order: dict[str, int] = {}
     for ev in events:
         match ev:
             case RunStarted():
@@ -95,6 +98,8 @@ def summarize(run_id: str, events: Sequence[Event]) -> RunSummary:
                 s.responder, s.started_at = str(ev.responder), ev.ts
             case BuildChecked():
                 s.build_ok, s.build_reason = ev.ok, ev.reason
+            case CasesPlanned():
+                order = {case_id: i for i, case_id in enumerate(ev.case_ids)}
             case CaseFinished():
                 s.results.append(ev.result)
             case ScoreUpdated():
@@ -109,6 +114,7 @@ def summarize(run_id: str, events: Sequence[Event]) -> RunSummary:
                 s.status, s.error, s.finished_at = str(ev.status), ev.error, ev.ts
                 if ev.score is not None:
                     s.score = ev.score
+    s.results.sort(key=lambda r: order.get(r.case_id, len(order)))  # planned, not finished
     return s
 
 

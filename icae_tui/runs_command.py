@@ -338,7 +338,8 @@ def _rescore(args: argparse.Namespace, store: RunStore, tasks_dir: Path | None) 
         print("note: the stored score differs from what today's scorers make of the stored "
               "cases; both sides below are today's")  # fmt: skip
     print("figures (points):")
-    print("\n".join(delta_lines(score_deltas(result.old_score, result.new_score))))
+    deltas = score_deltas(result.old_score, result.new_score)
+    print("\n".join(delta_lines(deltas, heads=("stored", f"τ={tau:g}"))))
     if args.save:
         new_id = new_run_id()
         score = result.new_score

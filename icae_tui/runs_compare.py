@@ -129,8 +129,10 @@ def _points(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:+.1f}"
 
 
-def delta_lines(deltas: Sequence[Delta]) -> list[str]:
-    lines = [f"  {'figure':<22} {'A':>7} {'B':>7} {'B − A':>7}"]
+def delta_lines(deltas: Sequence[Delta], heads: tuple[str, str] = ("A", "B")) -> list[str]:
+    """The figures, each with its value in A and B and B − A in points (—: unknown)."""
+    a, b = (h[:7] for h in heads)
+    lines = [f"  {'figure':<22} {a:>7} {b:>7} {'change':>7}"]
     for d in deltas:
         lines.append(f"  {d.name[:22]:<22} {pct(d.a):>7} {pct(d.b):>7} {_points(d.delta):>7}")
     return lines
