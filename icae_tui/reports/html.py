@@ -13,6 +13,7 @@ from icae_tui.reports.summary import (
     SCORED_LABEL,
     SPLITS,
     Summary,
+    count,
     fraction,
     percent,
     points,
@@ -178,7 +179,7 @@ def _tables(s: Summary) -> str:
 
 def _turns(s: Summary) -> str:
     answered = sum(1 for t in s.turns if t.answer is not None)
-    intro = f"<p>{len(s.turns)} questions asked, {answered} answered"
+    intro = f"<p>{count(len(s.turns), 'question')} asked, {answered} answered"
     intro += f"; {s.refused} more refused past the budget" if s.refused else ""
     rows = []
     for t in s.turns:

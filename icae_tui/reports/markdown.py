@@ -11,6 +11,7 @@ from icae_tui.reports.summary import (
     SCORED_LABEL,
     SPLITS,
     Summary,
+    count,
     fraction,
     percent,
     points,
@@ -151,7 +152,7 @@ def _turns(s: Summary) -> list[str]:
     lines = [
         "## Clarification turns",
         "",
-        f"{len(s.turns)} questions asked, {answered} answered"
+        f"{count(len(s.turns), 'question')} asked, {answered} answered"
         + (f"; {s.refused} more refused past the budget (not stored)" if s.refused else "")
         + ".",
         "",

@@ -207,5 +207,10 @@ def points(gap: float | None) -> str:
     return "—" if gap is None else f"{100 * gap:+.1f} pp"
 
 
+def count(n: int, noun: str) -> str:
+    """`n` and `noun`, plural unless n is 1 ("1 question", "8 questions")."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def fraction(t: Tally) -> str:
     return f"{t.passed} / {t.total}"
