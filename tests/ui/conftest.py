@@ -28,6 +28,7 @@ from .helpers import (
     Console,
     model_recording,
     model_run,
+    press_settled,
     recorded_run,
     settled,
     stamp,
@@ -143,7 +144,7 @@ def snap_compare(snap_compare):
                 result = run_before(pilot)
                 if inspect.isawaitable(result):
                     await result
-            await pilot.press(*press)
+            await press_settled(pilot, *press)
             await settled(pilot)
             # A blink tick queued before the blink stopped would still flip the cursor:
             # stop it, let such a tick pass, then set the cursor as the focus has it.

@@ -347,6 +347,15 @@ async def settled(pilot, timeout: float = 30.0) -> None:
         await asyncio.sleep(0)  # let other tasks (workers on the loop) take their turn
 
 
+async def press_settled(pilot, *keys: str) -> None:
+    """Each key once the screen has settled after the one before: a key that opens a screen
+    (Enter on a past run) is followed by keys meant for that screen, which a loaded machine
+    could deliver before it was up (seen: `end` lost, the replay pictured mid-run)."""
+    for key in keys:
+        await pilot.press(key)
+        await settled(pilot)
+
+
 # --- a recorded run of a model agent: its limits, its calls, their recording -----------------
 
 MODEL_RUN_ID = "20240101-010000-m0de15"

@@ -40,6 +40,7 @@ from .helpers import (
     RECORDED_T0,
     FakeRun,
     finish,
+    press_settled,
     started,
     still_console,
     until,
@@ -112,7 +113,7 @@ def test_trace_search_prompt(snap_compare, catalog, history, utc, size):
 
     async def searching(pilot) -> None:
         app = pilot.app
-        await pilot.press("h", "enter", "end", "t", "slash")
+        await press_settled(pilot, "h", "enter", "end", "t", "slash")
         await until(pilot, lambda: isinstance(app.screen, PromptScreen))
         await pilot.press(*"error")
 
@@ -149,7 +150,7 @@ def test_model_calls(snap_compare, catalog, model_history, utc, size):
     """The calls of the model run, the second expanded: new messages, reply, body."""
 
     async def expanded(pilot) -> None:
-        await pilot.press("h", "enter", "end", "l", "down", "enter")
+        await press_settled(pilot, "h", "enter", "end", "l", "down", "enter")
         app = pilot.app
         await until(pilot, lambda: isinstance(app.screen, ModelCallsScreen)
                     and "reply (finish: stop)" in app.screen.detail_text)  # fmt: skip
