@@ -33,6 +33,7 @@ from icae_tui.domain.events import (
 )
 from icae_tui.domain.results import CaseResult, LadderMetric, Score
 from icae_tui.evaluation.scoring import score
+from icae_tui.run_summary import RESCORED_FROM
 
 
 def fm_at(result: CaseResult, tau: float) -> CaseResult:
@@ -137,7 +138,7 @@ def rescored_events(events: Sequence[Event], tau: float, run_id: str, origin: st
         out.append(ev)
         if isinstance(ev, RunStarted):
             note = Progress(
-                message=f"re-scored from run {origin}: FM threshold τ = {tau:g}, decided "
+                message=f"{RESCORED_FROM}{origin}: FM threshold τ = {tau:g}, decided "
                 "from the stored SP and fm_score of each case (no container ran)"
             )
             note.ts = ev.ts

@@ -18,6 +18,7 @@ from icae_tui.domain.events import (
     CaseFinished,
     CasesPlanned,
     Event,
+    Progress,
     QuestionAnswered,
     QuestionAsked,
     QuestionsRefused,
@@ -28,6 +29,16 @@ from icae_tui.domain.events import (
 from icae_tui.domain.results import SCORED_SPLITS, CaseResult, Score
 from icae_tui.domain.task import Split
 from icae_tui.safe_text import printable
+
+RESCORED_FROM = "re-scored from run "  # a saved re-score's note (rescore.py), then the id
+
+
+def rescored_from(events: Sequence[Event]) -> str | None:
+    """The run a saved re-score was made from (its note follows RunStarted), else None."""
+    for ev in events[:3]:
+        if isinstance(ev, Progress) and ev.message.startswith(RESCORED_FROM):
+            return ev.message.removeprefix(RESCORED_FROM).split(":")[0]
+    return None
 
 
 @dataclass(frozen=True)
@@ -59,6 +70,7 @@ class RunSummary:
     refused: int = 0
     started_at: float | None = None
     finished_at: float | None = None
+    note: str = ""  # a saved re-score's: where it came from, at what τ
 
     @property
     def duration_s(self) -> float | None:
@@ -104,6 +116,8 @@ def summarize(run_id: str, events: Sequence[Event]) -> RunSummary:
                 s.results.append(ev.result)
             case ScoreUpdated():
                 s.score = ev.score
+            case Progress() if ev.message.startswith(RESCORED_FROM):
+                s.note = ev.message
             case QuestionAsked():
                 s.questions += 1
             case QuestionAnswered():
@@ -143,6 +157,9 @@ def show_lines(s: RunSummary) -> list[str]:
         f"level      {s.level} · responder {s.responder}",
         f"status     {s.status}" + (f": {printable(s.error, limit=500)}" if s.error else ""),
     ]
+    if s.note:
+        lines += textwrap.wrap(printable(s.note), width=80, initial_indent="note       ",
+                               subsequent_indent=" " * 11)  # fmt: skip
     if s.build_ok is None:
         lines.append("build      not checked")
     else:

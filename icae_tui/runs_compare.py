@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from icae_tui.domain.results import Score
 from icae_tui.domain.states import RunStatus
 from icae_tui.domain.task import Split
-from icae_tui.run_summary import RunSummary, pct
+from icae_tui.run_summary import RunSummary, pct, rescored_from
 from icae_tui.safe_text import printable
 from icae_tui.store import RunRow, RunStore
 
@@ -141,9 +141,12 @@ def delta_lines(deltas: Sequence[Delta], heads: tuple[str, str] = ("A", "B")) ->
 def compare_lines(c: Comparison, *, cases_shown: int = 50) -> list[str]:
     """What `icae runs compare` prints (within 80 columns): the runs, the flips, the cases in
     one run only, the figures' deltas (in points)."""
-    lines = [
-        f"A {c.a.run_id}  {printable(c.a.agent)[:30]}  {c.a.level}  {c.a.status}",
-        f"B {c.b.run_id}  {printable(c.b.agent)[:30]}  {c.b.level}  {c.b.status}",
+    lines = []
+    for name, s in (("A", c.a), ("B", c.b)):
+        lines.append(f"{name} {s.run_id}  {printable(s.agent)[:30]}  {s.level}  {s.status}")
+        if s.note:  # a saved re-score: at what τ
+            lines.append(f"  {printable(s.note)[:76]}")
+    lines += [
         f"task {printable(c.a.task)}: {len(c.pass_to_fail)} pass → fail, "
         f"{len(c.fail_to_pass)} fail → pass, {c.unchanged} unchanged, "
         f"{len(c.only_a)} only in A, {len(c.only_b)} only in B",
@@ -176,12 +179,15 @@ def pair_agents(
     store: RunStore, agent_a: str, agent_b: str, tasks: Sequence[str] | None = None
 ) -> AgentPairs:
     """Each task's latest completed run of each agent: the given tasks, or every task either
-    agent completed (in task order)."""
+    agent completed (in task order). A saved re-score (rescore.py) is passed over: it may be
+    at another τ than the other agent's run; compare it by its id."""
     done = RunStatus.COMPLETED.value
 
     def latest(task: str, agent: str) -> RunRow | None:
-        rows = store.runs(limit=1, task=task, agent=agent, status=done)
-        return rows[0] if rows else None
+        for row in store.runs(limit=1_000_000, task=task, agent=agent, status=done):
+            if rescored_from(store.events(row.run_id, limit=3)) is None:
+                return row
+        return None
 
     if tasks is None:
         seen = {

@@ -210,9 +210,10 @@ class RunStore:
         ).fetchall()
         return [RunRow(*row) for row in rows]
 
-    def events(self, run_id: str) -> list[Event]:
+    def events(self, run_id: str, limit: int = -1) -> list[Event]:
+        """The run's events in order; its first `limit` only when given."""
         rows = self.db.execute(
-            "SELECT payload FROM events WHERE run_id=? ORDER BY seq", (run_id,)
+            "SELECT payload FROM events WHERE run_id=? ORDER BY seq LIMIT ?", (run_id, limit)
         ).fetchall()
         return [parse_event(payload) for (payload,) in rows]
 

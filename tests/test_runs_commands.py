@@ -24,6 +24,7 @@ import pytest
 from icae_tui.catalog import load_catalog
 from icae_tui.cli import main
 from icae_tui.domain.events import CaseFinished, Progress
+from icae_tui.domain.results import Verdict
 from icae_tui.rescore import rescore
 from icae_tui.run import Run, RunConfig
 from icae_tui.run_summary import summarize
@@ -68,9 +69,14 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[tuple[s
                 for agent in AGENTS:
                     config = RunConfig(task=catalog.tasks[task_id], agent=f"scripted:{agent}",
                                        pace_s=0, engine="processes")  # fmt: skip
-                    run = Run(config, store)
-                    outcome = await run.execute()
-                    assert outcome.status == "completed", outcome.error
+                    for _attempt in range(3):
+                        run = Run(config, store)
+                        outcome = await run.execute()
+                        assert outcome.status == "completed", outcome.error
+                        # a case past its time limit on a loaded host is the host's, not the
+                        # solution's: what is counted here by hand is what each one does
+                        if not any(r.verdict == Verdict.TIME_LIMIT for r in outcome.results):
+                            break
                     ids[task_id, agent] = run.run_id
 
         asyncio.run(run_all())
@@ -189,7 +195,8 @@ def test_list_is_newest_first_filtered_and_fits_80_columns(stored, capsys):
     home, ids = stored
     assert icae(home, "runs") == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in lines] == list(reversed(ids.values()))
+    listed = [line.split()[0] for line in lines]  # (a run retried past a time limit too)
+    assert [i for i in listed if i in ids.values()] == list(reversed(ids.values()))
     assert max(len(line) for line in lines) <= 80
     assert icae(home, "runs", "list", "--agent", "scripted:partial", "--task", "mini") == 0
     (line,) = capsys.readouterr().out.splitlines()
@@ -316,6 +323,9 @@ def test_rescore_on_the_command_line_stores_nothing_unless_saved(stored, capsys,
     with sqlite3.connect(home / "runs.db") as src, sqlite3.connect(copy / "runs.db") as dst:
         src.backup(dst)
     run_id = ids["mini", "partial"]
+    store = RunStore(copy / "runs.db")
+    runs_before = len(store.runs())
+    store.close()
     assert icae(copy, "runs", "rescore", run_id, "--fm-threshold", "0") == 0
     out = capsys.readouterr().out
     assert "FM threshold τ = 0 (the task's now: 0.8;" in out
@@ -324,7 +334,7 @@ def test_rescore_on_the_command_line_stores_nothing_unless_saved(stored, capsys,
     assert "  FM                       40.0%   80.0%   +40.0" in out
     assert "  overall                  40.0%   40.0%    +0.0" in out
     store = RunStore(copy / "runs.db")
-    assert len(store.runs()) == len(ids)  # nothing stored
+    assert len(store.runs()) == runs_before  # nothing stored
     store.close()
     assert icae(copy, "runs", "rescore", run_id, "--fm-threshold", "0", "--save") == 0
     saved = capsys.readouterr().out.splitlines()[-1]
@@ -350,6 +360,14 @@ def test_rescore_on_the_command_line_stores_nothing_unless_saved(stored, capsys,
     out = capsys.readouterr().out
     assert "0 pass → fail, 0 fail → pass, 6 unchanged" in out
     assert "  FM                       40.0%   80.0%   +40.0" in out
+    assert f"  re-scored from run {run_id}: FM threshold τ = 0" in out  # under B's line
+    assert icae(copy, "runs", "show", new_id) == 0
+    assert f"note       re-scored from run {run_id}: FM threshold τ = 0" in capsys.readouterr().out
+    # pairing two agents passes over the saved copy (it may be at another τ)
+    argv = ["--agent", "scripted:partial", "--agent", "scripted:good", "--task", "mini"]
+    assert icae(copy, "runs", "compare", *argv) == 0
+    out = capsys.readouterr().out
+    assert f"A {run_id}" in out and new_id not in out
 
 
 def test_rescore_errors(stored, capsys):
