@@ -5,6 +5,14 @@ cd "$(dirname "$0")/.."
 
 bash scripts/engine.sh
 
+# Headless Chromium, for the test that opens the HTML report (tests/test_report_html_chromium.py)
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "[env] installing chromium (Debian package)"
+  as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+  as_root apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q chromium >/dev/null
+fi
+
 if [ ! -x .venv/bin/python ]; then
   echo "[env] creating .venv"
   python3 -m venv .venv

@@ -11,7 +11,8 @@ from icae_tui.reports.text import h
 
 WIDTH = 720
 ROW = 26  # px per bar
-LABEL_W = 190  # px for the labels left of the bars
+LABEL_MAX_W = 330  # px at most for the labels left of the bars (longer ones are cut, with …)
+CHAR_W = 6.6  # px per character of the 12 px font, about
 NOTE_W = 120  # px for the figures right of the bars
 FONT = 'font-family="system-ui, sans-serif" font-size="12"'
 PASS, FAIL, TRACK, INK, GRID = "#2e7d32", "#c62828", "#e8eaed", "#202124", "#bdc1c6"
@@ -42,31 +43,36 @@ def _frame(height: int, title: str, body: list[str]) -> str:
 
 
 def bars(title: str, rows: list[Bar]) -> str:
-    """One horizontal bar per row over a 0–100 % scale, with grid lines at quarters."""
-    span = WIDTH - LABEL_W - NOTE_W
+    """One horizontal bar per row over a 0–100 % scale, with grid lines at quarters; the
+    labels' column is as wide as the longest needs, up to LABEL_MAX_W."""
+    longest = max((len(row.label) for row in rows), default=8)
+    label_w = int(min(LABEL_MAX_W, max(90, CHAR_W * longest + 16)))
+    fits = int((label_w - 16) / CHAR_W)
+    span = WIDTH - label_w - NOTE_W
     top, height = 18, 18 + ROW * max(len(rows), 1) + 8
     body = []
     for q in range(5):
-        x = LABEL_W + span * q / 4
+        x = label_w + span * q / 4
         body.append(f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{height - 8}" '
                     f'stroke="{GRID}" stroke-width="1"/>')  # fmt: skip
         body.append(f'<text x="{x:.1f}" y="{top - 6}" text-anchor="middle" {FONT} '
                     f'fill="{INK}">{25 * q}%</text>')  # fmt: skip
     for i, row in enumerate(rows):
         y = top + ROW * i
-        body.append(f'<text x="{LABEL_W - 8}" y="{y + 15}" text-anchor="end" {FONT} '
-                    f'fill="{INK}">{h(row.label, 28)}<title>{h(row.label)}</title></text>')
-        body.append(f'<rect class="track" x="{LABEL_W}" y="{y + 3}" width="{span}" '
+        shown = row.label if len(row.label) <= fits else row.label[: fits - 1] + "…"
+        body.append(f'<text x="{label_w - 8}" y="{y + 15}" text-anchor="end" {FONT} '
+                    f'fill="{INK}">{h(shown)}<title>{h(row.label)}</title></text>')
+        body.append(f'<rect class="track" x="{label_w}" y="{y + 3}" width="{span}" '
                     f'height="{ROW - 8}" fill="{TRACK}"/>')  # fmt: skip
         if row.value is not None:
             w = span * min(max(row.value, 0.0), 1.0)
-            body.append(f'<rect class="bar" x="{LABEL_W}" y="{y + 3}" width="{w:.1f}" '
+            body.append(f'<rect class="bar" x="{label_w}" y="{y + 3}" width="{w:.1f}" '
                         f'height="{ROW - 8}" fill="{row.colour}"><title>{h(row.label)}: '
                         f"{h(row.note)}</title></rect>")  # fmt: skip
-        body.append(f'<text x="{LABEL_W + span + 8}" y="{y + 15}" {FONT} '
+        body.append(f'<text x="{label_w + span + 8}" y="{y + 15}" {FONT} '
                     f'fill="{INK}">{h(row.note)}</text>')  # fmt: skip
     if not rows:
-        body.append(f'<text x="{LABEL_W}" y="{top + 15}" {FONT} fill="{INK}">no case</text>')
+        body.append(f'<text x="{label_w}" y="{top + 15}" {FONT} fill="{INK}">no case</text>')
     return _frame(height, title, body)
 
 
