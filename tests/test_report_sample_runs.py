@@ -21,6 +21,7 @@ from icae_tui import recordings
 from icae_tui.catalog import load_catalog
 from icae_tui.domain.states import RunStatus
 from icae_tui.report import REPORT_SCHEMA, ReportFormat, build_report, render_report
+from icae_tui.reports.summary import summarise
 from icae_tui.run import Run, RunConfig
 from icae_tui.sandbox import registry
 from icae_tui.store import RunStore
@@ -185,6 +186,27 @@ def test_the_bundled_recordings_reports_hold_to_the_schema():
     assert paths
     for path in paths:
         jsonschema.validate(build_report(recordings.load(path)), _schema())
+
+
+def _agrees_with_the_stored_score(report) -> None:
+    """The reports count their figures from the case results; the run's own score (the
+    ladder's) must come to the same."""
+    s, score = summarise(report), report["score"]
+    assert round(s.overall.rate or 0.0, 4) == score["overall"]
+    assert round(s.macro or 0.0, 4) == score["macro"]
+    assert (s.gap is None) == (score["public_minus_hidden"] is None)
+    if s.gap is not None:
+        assert round(s.gap, 4) == score["public_minus_hidden"]
+
+
+def test_the_reports_figures_are_the_runs_score_for_the_recordings():
+    for path in sorted((ROOT / "tasks").glob("*/recordings/*.jsonl")):
+        _agrees_with_the_stored_score(build_report(recordings.load(path)))
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_the_reports_figures_are_the_runs_score(runs, agent):
+    _agrees_with_the_stored_score(build_report(runs[agent]))
 
 
 @pytest.mark.parametrize("agent", AGENTS)
