@@ -8,8 +8,10 @@ failure) stores no FM and gets none. Verdicts, and so passes, overall and macro,
 depend on τ: only FM and its rate move.
 
 Both scores are aggregated now, by today's scorers (evaluation/scoring.score), from the
-stored cases and from the re-scored ones, so the difference is τ's alone; `stored_differs`
-says when the run's stored score is not what today's scorers make of its stored cases.
+stored cases and from the re-scored ones, so the difference is τ's alone; what only the
+stored score holds (figures made after the cases, rates of scorers not registered now) is
+carried over to both (`carried`). `stored_differs` says when the run's stored score is not
+what today's scorers make of its stored cases.
 
 `rescored_events` gives the events of a new run holding the re-scored cases (`--save`): the
 original's events with each case's FM, each score and the final one replaced, and a Progress
@@ -85,6 +87,19 @@ class Rescored:
         return (low, high) if said else None
 
 
+def carried(stored: Score | None, new: Score) -> Score:
+    """`new` (today's aggregate) with what only the stored score holds carried over: figures
+    made after the cases (a review, say) and rates of scorers not registered now (a judge's),
+    none of which τ moves."""
+    if stored is None:
+        return new
+    extra = {name: getattr(stored, name) for name in stored.model_fields_set - new.model_fields_set}
+    names = {m.name for m in new.metrics}
+    rates = {k: v for k, v in stored.rates.items() if k not in new.rates} | new.rates
+    metrics = new.metrics + [m for m in stored.metrics if m.name not in names]
+    return new.model_copy(update={**extra, "rates": rates, "metrics": metrics})
+
+
 def _planned(events: Sequence[Event], results: Sequence[CaseResult]) -> tuple[int, bool]:
     planned, build_ok = len(results), True
     for ev in events:
@@ -112,8 +127,8 @@ def rescore(events: Sequence[Event], tau: float) -> Rescored:
         tau=tau,
         old_results=old,
         new_results=new,
-        old_score=score(old, planned=planned, build_ok=build_ok),
-        new_score=score(new, planned=planned, build_ok=build_ok),
+        old_score=carried(stored, score(old, planned=planned, build_ok=build_ok)),
+        new_score=carried(stored, score(new, planned=planned, build_ok=build_ok)),
         stored_score=stored,
     )
 
@@ -130,9 +145,8 @@ def rescored_events(events: Sequence[Event], tau: float, run_id: str, origin: st
             done.append(result)
             ev = ev.model_copy(update={"result": result})
         elif isinstance(ev, ScoreUpdated) or (isinstance(ev, RunFinished) and ev.score):
-            ev = ev.model_copy(
-                update={"score": score(done, planned=planned, build_ok=build_ok)}
-            )
+            now = score(done, planned=planned, build_ok=build_ok)
+            ev = ev.model_copy(update={"score": carried(ev.score, now)})
         else:
             ev = ev.model_copy()
         out.append(ev)
