@@ -271,6 +271,24 @@ def test_export_and_run_report_use_the_report_formats(stored, capsys, tmp_path):
     assert (tmp_path / "run.xml").read_bytes() == report.render_report(events, "xml")
 
 
+def test_a_run_writes_its_report_in_the_format_its_suffix_names(tmp_path, monkeypatch, capsys):
+    from icae_tui import report
+
+    if not hasattr(report, "render_report"):
+        pytest.skip("the report module renders JSON only")
+    monkeypatch.setenv(registry.UNSAFE_VAR, "1")
+    path = tmp_path / "out" / "mini.md"
+    argv = ["--home", str(tmp_path), "--tasks", str(FIXTURE_TASKS), "--engine", "processes",
+            "run", "--task", "mini", "--agent", "scripted:good", "--report", str(path)]  # fmt: skip
+    assert main(argv) == 0
+    assert f"report: {path}" in capsys.readouterr().out
+    store = RunStore(tmp_path / "runs.db")
+    (row,) = store.runs()
+    events = store.events(row.run_id)
+    store.close()
+    assert path.read_text() == report.render_report(events, "md")
+
+
 # --- rescore ----------------------------------------------------------------------------------
 
 
