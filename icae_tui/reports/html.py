@@ -75,7 +75,8 @@ def _build(s: Summary) -> str:
         state = '<span class="bad">failed</span> — every case is a build error, every figure 0'
     items = [f"<li>Result: {state}</li>"]
     if s.build_reason:
-        code = "" if s.build_exit is None else f" (exit code {s.build_exit})"
+        said = s.build_exit is None or "exit" in s.build_reason  # the reason may name it
+        code = "" if said else f" (exit code {s.build_exit})"
         items.append(f"<li>Reason: {h(s.build_reason)}{code}</li>")
     if s.submission:
         items.append(f"<li>The agent's final message: “{h(s.submission, 600)}”</li>")

@@ -76,7 +76,8 @@ def _build(s: Summary) -> list[str]:
         state = "**failed** — every case is a build error and every figure is 0"
     lines = ["## Build gate", "", f"- Result: {state}"]
     if s.build_reason:
-        exit_code = "" if s.build_exit is None else f" (exit code {s.build_exit})"
+        said = s.build_exit is None or "exit" in s.build_reason  # the reason may name it
+        exit_code = "" if said else f" (exit code {s.build_exit})"
         lines.append(f"- Reason: {md(s.build_reason)}{exit_code}")
     if s.submission:
         lines.append(f"- The agent's final message: “{md(s.submission, 600)}”")
