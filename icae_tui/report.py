@@ -41,6 +41,7 @@ from icae_tui.domain.events import (
     ScoreUpdated,
 )
 from icae_tui.domain.task import Reference
+from icae_tui.evaluation.claims import claims_of
 from icae_tui.users.metrics import interaction_metrics
 
 REPORT_VERSION = 3  # 2: bounded (refused_questions, dropped, capped_changes); 3: metrics by name
@@ -136,6 +137,8 @@ def build_report(events: list[Event]) -> dict[str, Any]:
         for c in report["cases"]
         if not c["passed"]
     ]
+    # the agent's completion claims read against the final score (evaluation/claims.py)
+    report["claims"] = claims_of(events).as_dict()
     return report
 
 

@@ -62,6 +62,7 @@ from icae_tui.domain.states import (
     StopReason,
     Stream,
 )
+from icae_tui.evaluation.claims import ClaimsCheck, claims_line, claims_of
 from icae_tui.safe_text import printable
 from icae_tui.users.metrics import InteractionMetrics, interaction_metrics
 
@@ -172,6 +173,8 @@ class RunView:
     metric_specs: tuple[MetricSpec, ...] = LADDER_METRICS  # each case's, as the run planned
     score: Score | None = None
     score_partial: bool = False  # the run ended without a score: `score` is what was measured
+    # the agent's completion claims read against the final score (evaluation/claims.py)
+    claims: ClaimsCheck | None = None
     status: tuple[w.Seg, ...] = ((w.WAITING_TO_START, "muted"),)
     # change counters for incremental drawing
     head_rev: int = 0
@@ -186,6 +189,8 @@ class RunView:
     _refused_at: int | None = None
     _pending_at: int | None = None  # the turn of the question waiting for the operator
     _score_headed: bool = False  # the score's heading is in the trace
+    _claim_events: dict[str, Event] = field(default_factory=dict)  # the last of each kind: what
+    # claims are read from (the agent's submission and last message, the build)
 
     @classmethod
     def from_events(cls, events: Iterable[Event]) -> RunView:
@@ -295,8 +300,10 @@ class RunView:
                 self._output(STREAMED, ev.text)
             case AgentSaid() if ev.streamed:
                 self._end_output()  # shown already, as it streamed in
+                self._claim_events[ev.kind] = ev
             case AgentSaid():
                 self._line("said", ev.text, prefix=w.SAID_PREFIX)
+                self._claim_events[ev.kind] = ev
             case AgentThought():
                 self._line("thought", ev.text, prefix=w.THOUGHT_PREFIX, style="muted")
             case AgentToolUsed():
@@ -346,7 +353,9 @@ class RunView:
                     self._draft(self.pending)  # the operator now gets the draft
             case AgentSubmitted():
                 self._line("submitted", ev.message, prefix=w.SUBMITTED_PREFIX)
+                self._claim_events[ev.kind] = ev
             case BuildChecked():
+                self._claim_events[ev.kind] = ev
                 self._line("build", w.build_line(ev), style="good" if ev.ok else "error")
                 if not ev.ok:
                     for stream, body in ((Stream.STDOUT, ev.stdout), (Stream.STDERR, ev.stderr)):
@@ -380,7 +389,12 @@ class RunView:
                     if self.phase != Phase.SCORE and not self._score_headed:
                         self._line("phase", w.heading(Phase.SCORE), style="strong")
                     self._score_headed = True
-                    self._line("score", w.score_line(ev.score), style="strong")
+                    first = self._claims(ev)
+                    claims = self.claims.contradicted if self.claims is not None else 0
+                    self._line("score", w.score_line(ev.score, claims=claims), style="strong")
+                    if first and self.claims is not None and self.claims.flags:
+                        # only what the results contradict: the report lists every claim
+                        self._line("claims", claims_line(self.claims), style="error-strong")
             case RunFinished():
                 self._finished(ev)
 
@@ -450,6 +464,13 @@ class RunView:
     def _score(self, score: Score) -> None:
         self.score = score
         self.score_rev += 1
+
+    def _claims(self, final: ScoreUpdated) -> bool:
+        """The agent's claims read against the final score; whether it is the first time."""
+        first = self.claims is None
+        self.claims = claims_of([*self._claim_events.values(), final])
+        self.score_rev += 1
+        return first
 
     def _status(self, segs: list[w.Seg]) -> None:
         self.status = tuple(segs)

@@ -429,10 +429,12 @@ def report_line(path: str) -> str:
 # --- the score ----------------------------------------------------------------------------
 
 
-def score_segments(score: Score | None, *, partial: bool = False) -> list[Seg]:
+def score_segments(score: Score | None, *, partial: bool = False, claims: int = 0) -> list[Seg]:
     """The score line. Overall, macro and the rates read "—" until a hidden or enhanced case
     has counted (`Score.measured`): unknown is not zero. `partial`: the run ended without a
-    score (cancelled, failed); what was measured is shown as partial, beside the "—"."""
+    score (cancelled, failed); what was measured is shown as partial, beside the "—".
+    `claims`: how many of the agent's completion claims the results contradict
+    (evaluation/claims.py), said right after macro so a narrow screen keeps it."""
     if score is None:
         return [("score: " + UNKNOWN, "muted")]
     measured = score.measured and not partial
@@ -448,7 +450,10 @@ def score_segments(score: Score | None, *, partial: bool = False) -> list[Seg]:
     if partial and score.measured:
         of = f" of {score.scored} scored" if score.scored else ""
         segs.append((f" (partial {pct(score.overall)}{of})", "muted"))
-    segs += [("  macro ", "muted"), (figure(score.macro), "strong"), ("  │  ", "muted")]
+    segs += [("  macro ", "muted"), (figure(score.macro), "strong")]
+    if claims:
+        segs.append((f"  ✘ {claims} claim{'s' if claims > 1 else ''} contradicted", "error-strong"))
+    segs.append(("  │  ", "muted"))
     for spec in score.metrics:  # the ladder's rates, then every other scorer's
         if spec.name in score.rates:
             value = figure(score.rates[spec.name])
@@ -463,8 +468,8 @@ def score_segments(score: Score | None, *, partial: bool = False) -> list[Seg]:
     return segs
 
 
-def score_line(score: Score) -> str:
-    return "score: " + plain(score_segments(score))
+def score_line(score: Score, *, claims: int = 0) -> str:
+    return "score: " + plain(score_segments(score, claims=claims))
 
 
 def plain(segs: list[Seg] | tuple[Seg, ...]) -> str:

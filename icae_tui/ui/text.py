@@ -97,5 +97,5 @@ def segments(segs: Iterable[Seg], text: Text | None = None) -> Text:
     return text
 
 
-def score_text(score: Score | None, *, partial: bool = False) -> Text:
-    return segments(score_segments(score, partial=partial))
+def score_text(score: Score | None, *, partial: bool = False, claims: int = 0) -> Text:
+    return segments(score_segments(score, partial=partial, claims=claims))

@@ -459,7 +459,8 @@ class RunScreen(Screen[None]):
         """The score line: its cases done are the progress line's (RunView.shown_score)."""
         v = self.view
         if self._changed("score", (v.score_rev, v.cases_rev)):
-            score = score_text(v.shown_score(), partial=v.score_partial)
+            claims = v.claims.contradicted if v.claims is not None else 0
+            score = score_text(v.shown_score(), partial=v.score_partial, claims=claims)
             # one row, fixed: no layout of the whole screen for it
             self.query_one("#score", Static).update(score, layout=False)
 
