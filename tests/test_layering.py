@@ -58,6 +58,7 @@ IMPORT_TO_DIST = {
     "rapidfuzz": "rapidfuzz",
     "rich": "rich",
     "textual": "textual",
+    "textual_plotext": "textual-plotext",
     "textual_serve": "textual-serve",
     "yaml": "PyYAML",
 }

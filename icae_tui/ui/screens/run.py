@@ -78,6 +78,7 @@ from icae_tui.ui.keymap import keyed
 from icae_tui.ui.screens.case_detail import CaseDetailScreen
 from icae_tui.ui.screens.dialogs import ConfirmScreen
 from icae_tui.ui.screens.model_calls import ModelCallsScreen
+from icae_tui.ui.screens.score_charts import ScoreChartsScreen
 from icae_tui.ui.text import MODE_STYLES, clip, safe, score_text, segments, style_of
 from icae_tui.ui.widgets.answer import AnswerBox
 from icae_tui.ui.widgets.clarifications import ClarificationPane
@@ -173,6 +174,7 @@ class RunScreen(Screen[None]):
             Binding("f", "follow('off')", "Follow on", id="run.follow"),
             Binding("f", "follow('on')", "Follow off", id="run.follow"),
             Binding("l", "model_calls", "Model calls"),  # m is taken: it switches the responder
+            Binding("g", "charts", "Score charts", show=False),
             # p pauses the agent of a live run while it builds, or lets it go on: one binding per
             # state, only the one that applies lives (the footer reads "Pause agent" or "Resume").
             Binding("p", "pause('on')", "Pause agent", id="run.pause"),
@@ -766,6 +768,9 @@ class RunScreen(Screen[None]):
         if self.view.finished is not None and self.view.finished.report_path:
             return Path(self.view.finished.report_path).with_name(MODEL_CALLS_FILE)
         return None
+
+    def action_charts(self) -> None:
+        self.app.push_screen(ScoreChartsScreen(self._export_events))
 
     def action_model_calls(self) -> None:
         self.app.push_screen(ModelCallsScreen(self.view, self.calls_file(), live=self.running))

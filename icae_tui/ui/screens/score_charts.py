@@ -1,0 +1,131 @@
+"""The score's charts in the terminal — what the HTML report draws (icae_tui/reports/html.py),
+from the same figures (icae_tui/reports/summary.py): the pass rate per command pattern and per
+tier over the counted cases, the verdict distribution over every case, and the clarification
+timeline (when each question was asked and answered, seconds into the run). Drawn with
+textual-plotext; `g` on the run screen opens it, `r` redraws it from the run's events so far.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Grid
+from textual.screen import Screen
+from textual_plotext import PlotextPlot
+
+from icae_tui.domain.events import Event
+from icae_tui.report import build_report
+from icae_tui.reports.summary import SCORED_LABEL, Summary, summarise
+from icae_tui.safe_text import printable
+from icae_tui.ui.keymap import keyed
+from icae_tui.ui.widgets.footer import Footer
+
+LABEL_WIDTH = 14  # a pattern's name on an axis
+
+
+def _label(text: str) -> str:
+    shown = printable(text, limit=LABEL_WIDTH * 4).replace("\n", " ")
+    return shown if len(shown) <= LABEL_WIDTH else shown[: LABEL_WIDTH - 1] + "…"
+
+
+def _percent(rate: float | None) -> float:
+    return round(100 * rate, 1) if rate is not None else 0.0
+
+
+class ScoreChartsScreen(Screen[None]):
+    DEFAULT_CSS = """
+    ScoreChartsScreen Grid { grid-size: 2 2; grid-gutter: 0 1; }
+    ScoreChartsScreen PlotextPlot { border: round $panel; height: 1fr; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = keyed(
+        "charts",
+        [
+            Binding("escape", "app.pop_screen", "Back"),
+            Binding("q", "app.pop_screen", "Back", show=False),
+            Binding("r", "redraw", "Redraw"),
+        ],
+    )
+
+    def __init__(self, events: Callable[[], list[Event]]) -> None:
+        """`events`: the run's events so far (asked again on each redraw)."""
+        super().__init__()
+        self.events = events
+
+    def compose(self) -> ComposeResult:
+        with Grid():
+            yield PlotextPlot(id="by-pattern")
+            yield PlotextPlot(id="by-tier")
+            yield PlotextPlot(id="verdicts")
+            yield PlotextPlot(id="timeline")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.title = "Score charts"
+        self.action_redraw()
+
+    def action_redraw(self) -> None:
+        summary = summarise(build_report(self.events()))
+        self.sub_title = f"{printable(summary.task)} · {printable(summary.agent)}"
+        self._patterns(summary)
+        self._tiers(summary)
+        self._verdicts(summary)
+        self._timeline(summary)
+
+    def _plot(self, widget_id: str, title: str) -> PlotextPlot:
+        widget = self.query_one(f"#{widget_id}", PlotextPlot)
+        widget.border_title = title
+        widget.plt.clear_data()
+        widget.plt.clear_figure()
+        return widget
+
+    def _patterns(self, summary: Summary) -> None:
+        widget = self._plot("by-pattern", f"Pass rate per pattern · {SCORED_LABEL} · %")
+        rows = [r for r in summary.patterns if r.scored.total]
+        if rows:
+            widget.plt.bar([_label(r.pattern) for r in rows],
+                           [_percent(r.scored.rate) for r in rows], orientation="horizontal", width=0.3)  # fmt: skip
+            widget.plt.xlim(0, 100)
+        else:
+            widget.plt.title("no counted case yet")
+        widget.refresh()
+
+    def _tiers(self, summary: Summary) -> None:
+        widget = self._plot("by-tier", "Pass rate per tier · %")
+        tiers = [(t, tally) for t, tally in summary.tiers.items() if tally.total]
+        if tiers:
+            widget.plt.bar([f"{t} {tally.passed}/{tally.total}" for t, tally in tiers],
+                           [_percent(tally.rate) for _, tally in tiers], width=0.4)  # fmt: skip
+            widget.plt.ylim(0, 100)
+        else:
+            widget.plt.title("no case judged yet")
+        widget.refresh()
+
+    def _verdicts(self, summary: Summary) -> None:
+        widget = self._plot("verdicts", "Verdicts · every case")
+        if summary.verdicts:
+            counts = [n for _, n in summary.verdicts]
+            widget.plt.bar([_label(v) for v, _ in summary.verdicts], counts,
+                           orientation="horizontal", width=0.3)  # fmt: skip
+            top = max(counts)
+            widget.plt.xticks(list(range(0, top + 1, max(1, top // 8))))  # whole cases
+        else:
+            widget.plt.title("no case judged yet")
+        widget.refresh()
+
+    def _timeline(self, summary: Summary) -> None:
+        widget = self._plot("timeline", "Clarifications · seconds into the run")
+        asked = [(t.asked_s, t.id) for t in summary.turns if t.asked_s is not None]
+        answered = [(t.answered_s, t.id) for t in summary.turns if t.answered_s is not None]
+        if asked:
+            widget.plt.scatter([s for s, _ in asked], [q for _, q in asked], marker="?",
+                               label="asked")  # fmt: skip
+            if answered:
+                widget.plt.scatter([s for s, _ in answered], [q for _, q in answered],
+                                   marker="●", label="answered")  # fmt: skip
+            widget.plt.ylabel("Q")
+        else:
+            widget.plt.title("no question asked")
+        widget.refresh()

@@ -1,0 +1,43 @@
+"""The score charts screen (g on the run screen): the figures the HTML report draws — pass rate
+per pattern and per tier, the verdict distribution, the clarification timeline — drawn with
+textual-plotext from the run's events, for a stored run replayed; and its picture at 80×24 and
+200×60 (after an intended change: `--snapshot-update`, then look at the SVGs)."""
+
+from __future__ import annotations
+
+from textual_plotext import PlotextPlot
+
+from icae_tui.ui.screens.score_charts import ScoreChartsScreen
+
+from .helpers import press_settled, still_console, until
+
+
+def _drawn(plot: PlotextPlot) -> str:
+    return "\n".join(line.text for line in plot.render_lines(plot.region.reset_offset))
+
+
+async def _open(pilot) -> ScoreChartsScreen:
+    await press_settled(pilot, "h", "enter", "end", "g")
+    await until(pilot, lambda: isinstance(pilot.app.screen, ScoreChartsScreen))
+    return pilot.app.screen
+
+
+async def test_the_charts_show_the_stored_runs_figures(catalog, history, utc):
+    app = still_console(catalog, history)
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await _open(pilot)
+        drawn = {w.id: _drawn(w) for w in screen.query(PlotextPlot)}
+        # the recorded run: 4 cases — upper, ops, ops, edge; 2 accepted, 1 wrong, 1 timed out
+        assert all(v in drawn["verdicts"] for v in ("accepted", "wrong_answer", "time_limit"))
+        assert "ops" in drawn["by-pattern"] and "edge" in drawn["by-pattern"]
+        assert "hidden" in drawn["by-tier"]
+        assert "asked" in drawn["timeline"] and "answered" in drawn["timeline"]
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, ScoreChartsScreen))
+
+
+def test_score_charts(snap_compare, catalog, history, utc, size):
+    async def charts(pilot) -> None:
+        await _open(pilot)
+
+    assert snap_compare(still_console(catalog, history), run_before=charts, terminal_size=size)
