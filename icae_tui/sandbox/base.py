@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from icae_tui.domain.outcome import SideOutcome
+from icae_tui.sandbox.tree import TreeBounds, TreeRead
 
 ProgressFn = Callable[[str], None]
 OutputCallback = Callable[[str, bytes], Awaitable[None] | None]
@@ -230,6 +231,14 @@ class Box(Protocol):
 
     async def read_file(self, path: str, limit: int) -> bytes | None:
         """A file's first `limit` bytes, None when there is no such file."""
+        ...
+
+    async def read_tree(
+        self, path: str, bounds: TreeBounds, wanted: Callable[[str], bool]
+    ) -> TreeRead | None:
+        """The folder `path` as a bounded listing, with the first bytes of the files
+        `wanted` names, read without running anything in the box and never following a
+        link (`sandbox/tree.py`); None when there is no such folder."""
         ...
 
     async def pause(self) -> None: ...

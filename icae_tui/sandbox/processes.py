@@ -28,6 +28,7 @@ import signal
 import stat
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,7 @@ from icae_tui.sandbox.base import (
 )
 from icae_tui.sandbox.capture import DEFAULT_ENV, Capture, exec_result
 from icae_tui.sandbox.effects import Change, Entry, FileChanges, to_file_changes
+from icae_tui.sandbox.tree import TreeBounds, TreeRead, walk_folder
 
 HOST_LAYER = "/"  # the bottom of every image: the host's root, read-only through the overlay
 READ_CHUNK = 64 * 1024
@@ -160,6 +162,12 @@ class ProcessBox:
                 await proc.wait()
         self._groups.discard(proc.pid)
         code = None if overflowed or watchdog_fired else proc.returncode
+        entry_failed = f"nsenter: cannot open /proc/{self._holder}/".encode()
+        if code == 1 and not out.total and bytes(err.data).startswith(entry_failed):
+            # the command never started: the box could not be entered (its holder had
+            # ended) — the engine's failure, a side to retry, never the program's answer
+            first = bytes(err.data).splitlines()[0].decode(errors="replace")
+            raise BoxError(f"box {self.id}: could not enter it ({first})")
         return exec_result(
             out, err, code, time.monotonic() - started, timeout_s=timeout_s,
             watchdog_fired=watchdog_fired, overflowed=overflowed,
@@ -200,6 +208,14 @@ class ProcessBox:
     async def read_file(self, path: str, limit: int) -> bytes | None:
         res = await self.exec(["head", "-c", str(limit), path], timeout_s=30, cap_bytes=limit)
         return res.stdout if res.exit_code == 0 else None
+
+    async def read_tree(
+        self, path: str, bounds: TreeBounds, wanted: Callable[[str], bool]
+    ) -> TreeRead | None:
+        folder = self._path(path)
+        if not folder.is_dir() or folder.is_symlink():
+            return None
+        return await asyncio.to_thread(walk_folder, folder, bounds, wanted)
 
     async def pause(self) -> None:
         for group in list(self._groups):

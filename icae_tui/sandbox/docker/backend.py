@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
+from collections.abc import Callable
 from typing import Any
 
 import aiodocker
@@ -34,7 +36,7 @@ from icae_tui.sandbox.base import (
     StepOutcome,
     TaskImages,
 )
-from icae_tui.sandbox.docker import agent_images, images, reaper
+from icae_tui.sandbox.docker import agent_images, engine_api, images, reaper
 from icae_tui.sandbox.docker.containers import (
     Container,
     create_container,
@@ -45,6 +47,7 @@ from icae_tui.sandbox.docker.disk import LayerWatch, full_bytes
 from icae_tui.sandbox.docker.engine import connect, engine_url
 from icae_tui.sandbox.docker.hostview import HostView, process_state
 from icae_tui.sandbox.docker.sides import SidePool, kill_extras
+from icae_tui.sandbox.tree import TarScanner, TreeBounds, TreeRead
 
 # What an agent command leaves running counts as settled once unchanged this long (a server
 # started on purpose); a detached fork bomb changes until it hits the pids limit.
@@ -113,6 +116,34 @@ class DockerBox:
                 return None
             handle = tar.extractfile(member)
             return handle.read(limit) if handle is not None else None
+
+    async def read_tree(
+        self, path: str, bounds: TreeBounds, wanted: Callable[[str], bool]
+    ) -> TreeRead | None:
+        """The engine's archive of `path`, streamed: only the wanted files' first bytes are
+        kept, and a bound stops the stream (the listing then says it was cut)."""
+        scanner = TarScanner(bounds, wanted)
+        streamed = 0
+        started = time.monotonic()
+
+        def feed(chunk: bytes) -> bool:
+            nonlocal streamed
+            streamed += len(chunk)
+            if streamed > bounds.max_stream_bytes:
+                return scanner.cut(f"more than {bounds.max_stream_bytes} bytes")
+            return scanner.feed(chunk)
+
+        try:
+            found = await engine_api.stream_archive(
+                self.container.docker, self.id, path, feed, timeout_s=bounds.timeout_s
+            )
+        except aiodocker.DockerError as err:
+            raise BoxError(f"box {self.id[:12]}: {err.message}") from err
+        if not found:
+            return None
+        if time.monotonic() - started > bounds.timeout_s:
+            scanner.cut(f"not read within {bounds.timeout_s:g} s")
+        return scanner.finish()
 
     async def pause(self) -> None:
         try:

@@ -10,6 +10,8 @@ here and nowhere else, each with the reason next to it:
   with `fromSrc=-`), through docker-py's public `APIClient.import_image`.
 - `container_changes`: `docker diff` (`GET /containers/{id}/changes`), through docker-py's
   public `APIClient.diff`.
+- `stream_archive`: a container's folder as a tar stream, read chunk by chunk (aiodocker's
+  `get_archive` holds it all in memory), through docker-py's public `APIClient.get_archive`.
 
 docker-py is synchronous: each call runs in a worker thread (`asyncio.to_thread`) with its
 own `APIClient` for the engine that `engine_url()` names, made when the call needs it and
@@ -24,6 +26,7 @@ import asyncio
 import contextlib
 import json
 import os
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -142,3 +145,30 @@ async def container_changes(docker: aiodocker.Docker, container_id: str) -> list
     """`GET /containers/{id}/changes`: items with `Path` and `Kind` (0 modified, 1 added,
     2 deleted); empty when nothing changed. aiodocker has no call for it."""
     return await _in_thread(docker, lambda client: client.diff(container_id)) or []
+
+
+async def stream_archive(
+    docker: aiodocker.Docker, container_id: str, path: str, feed: Callable[[bytes], bool],
+    *, timeout_s: float, chunk_bytes: int = 64 * 1024,
+) -> bool:  # fmt: skip
+    """`GET /containers/{id}/archive?path=`, chunk by chunk into `feed` until it returns
+    False or `timeout_s` has passed: a bounded read of a folder that may be huge, with no
+    process in the container. aiodocker's `get_archive` holds the whole tar in memory;
+    docker-py's `APIClient.get_archive` streams it. False when there is no such path."""
+    deadline = time.monotonic() + timeout_s
+
+    def call(client: docker_py.APIClient) -> bool:
+        try:
+            chunks, _ = client.get_archive(container_id, path, chunk_size=chunk_bytes)
+        except docker_py.errors.NotFound:
+            return False
+        try:
+            for chunk in chunks:
+                if not feed(chunk) or time.monotonic() > deadline:
+                    break
+        finally:
+            with contextlib.suppress(Exception):
+                chunks.close()  # the rest of the stream is not read
+        return True
+
+    return await _in_thread(docker, call)
