@@ -31,6 +31,7 @@ from icae_tui.domain.events import (
     BuildChecked,
     CaseFinished,
     CasesPlanned,
+    DiagnosticsMade,
     Event,
     EventsDropped,
     QuestionAnswered,
@@ -117,6 +118,8 @@ def build_report(events: list[Event]) -> dict[str, Any]:
                 report["cases"].append(ev.result.model_dump(mode="json"))
             case ScoreUpdated():
                 report["score"] = ev.score.model_dump(mode="json")
+            case DiagnosticsMade():  # beyond tests: structure, signature, rules, critic, review
+                report["diagnostics"] = ev.diagnostics.model_dump(mode="json")
             case RunFinished():
                 report["status"] = ev.status
                 report["error"] = ev.error

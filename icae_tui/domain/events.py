@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from icae_tui.domain.agent import Limits
+from icae_tui.domain.diagnostics import Diagnostics
 from icae_tui.domain.results import LADDER_METRICS, CaseResult, MetricSpec, Score
 from icae_tui.domain.states import (
     AnsweredBy,
@@ -289,6 +290,14 @@ class ScoreUpdated(Event):
     score: Score
 
 
+class DiagnosticsMade(Event):
+    """Diagnostics beyond tests (structure, API signature, task rules, the critic, the review
+    score), made once after the cases: a stored run shows them without re-running."""
+
+    kind: Literal["diagnostics"] = "diagnostics"
+    diagnostics: Diagnostics
+
+
 class RunFinished(Event):
     kind: Literal["run_finished"] = "run_finished"
     status: RunStatus
@@ -323,6 +332,7 @@ AnyEvent = Annotated[
     | CasesPlanned
     | CaseFinished
     | ScoreUpdated
+    | DiagnosticsMade
     | RunFinished,
     Field(discriminator="kind"),
 ]

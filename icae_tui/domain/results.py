@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from icae_tui.domain.diagnostics import ReviewScore
 from icae_tui.domain.task import Split
 
 
@@ -235,6 +236,9 @@ class Score(BaseModel):
     # macro averages), and how many cases of every split got each verdict
     by_pattern: dict[str, SplitScore] = Field(default_factory=dict)
     verdicts: dict[Verdict, int] = Field(default_factory=dict)
+    # execution and review combined (evaluation/review.py); absent until the run's
+    # diagnostics are made (and in runs stored before them)
+    review: ReviewScore | None = None
 
     @model_validator(mode="before")
     @classmethod

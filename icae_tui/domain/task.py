@@ -137,6 +137,63 @@ class CaseDefaults(Strict):
     )
 
 
+_MODULE = r"^[A-Za-z_@][A-Za-z0-9_.@/-]{0,127}$"  # a module / package name (npm scopes too)
+
+
+class RulesSpec(Strict):
+    """`[rules]`: checked on the delivery's sources (evaluation/task_rules.py), statically."""
+
+    forbidden_imports: list[str] = Field(
+        default_factory=list, description="modules the delivery's sources must not import"
+    )
+    forbidden_libraries: list[str] = Field(
+        default_factory=list,
+        description="third-party packages it must not import or declare (requirements, package.json)",
+    )
+    required_files: list[str] = Field(
+        default_factory=list, description="paths, relative to the workspace, that must exist"
+    )
+
+    @field_validator("forbidden_imports", "forbidden_libraries")
+    @classmethod
+    def _names(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if not re.fullmatch(_MODULE, name):
+                raise ValueError(f"not a module or package name: {name!r}")
+        return names
+
+    @field_validator("required_files")
+    @classmethod
+    def _inside(cls, paths: list[str]) -> list[str]:
+        for path in paths:
+            if not path or path.startswith("/") or ".." in path.split("/"):
+                raise ValueError(f"a required file is relative and stays inside: {path!r}")
+        return paths
+
+    @property
+    def count(self) -> int:
+        return len(self.forbidden_imports) + len(self.forbidden_libraries) + len(
+            self.required_files
+        )
+
+
+class ReviewWeights(Strict):
+    execution: float = Field(default=0.8, ge=0, le=1)
+    review: float = Field(default=0.2, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _some_weight(self) -> ReviewWeights:
+        if self.execution + self.review <= 0:
+            raise ValueError("review weights: execution + review must be more than 0")
+        return self
+
+
+class ReviewSpec(Strict):
+    """`[review] weights = { execution = 0.8, review = 0.2 }` (ProjDevBench's, the default)."""
+
+    weights: ReviewWeights | None = None
+
+
 class TaskSpec(Strict):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
     title: str
@@ -154,6 +211,8 @@ class TaskSpec(Strict):
     delivery: DeliverySpec
     cases: CaseDefaults = Field(default_factory=CaseDefaults)
     origin: Origin | None = None
+    rules: RulesSpec = Field(default_factory=RulesSpec)
+    review: ReviewSpec = Field(default_factory=ReviewSpec)
 
     @model_validator(mode="after")
     def _oracle_when_judged_by_it(self) -> TaskSpec:
