@@ -21,6 +21,7 @@ from icae_tui.store import RunStore, default_home
 if TYPE_CHECKING:
     from icae_tui.agents.config import AgentConfig
     from icae_tui.domain.events import Event
+    from icae_tui.run import RunConfig
     from icae_tui.sandbox.base import Sandbox
     from icae_tui.users.model_user import ModelConfig
 
@@ -271,6 +272,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         engine=args.engine,
         icae_wire=args.icae_wire,
     )
+    if args.repeats > 1:
+        return _run_repeats(args, config, store)
     try:
         outcome = asyncio.run(run_headless(config, store, verbose=args.verbose))
     except KeyboardInterrupt:
@@ -280,6 +283,32 @@ def cmd_run(args: argparse.Namespace) -> int:
         write_run_report(store.events(outcome.run_id), Path(args.report))
         print(f"report: {args.report}")
     return 0 if outcome.status == RunStatus.COMPLETED else 1
+
+
+def _run_repeats(args: argparse.Namespace, config: RunConfig, store: RunStore) -> int:
+    """`icae run --repeats N`: N runs of the pairing, then their spread (icae_tui/repeats.py);
+    with --report, the repeat group's report (Markdown for .md, else JSON)."""
+    import json
+
+    from icae_tui.headless import run_repeats
+    from icae_tui.repeats import summary_markdown
+
+    try:
+        outcomes, report = asyncio.run(
+            run_repeats(config, store, args.repeats, verbose=args.verbose)
+        )
+    except KeyboardInterrupt:
+        print("repeats cancelled", file=sys.stderr)
+        return 130
+    if args.report:
+        path = Path(args.report)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.suffix.lower() in (".md", ".markdown"):
+            path.write_text(summary_markdown(report), encoding="utf-8")
+        else:
+            path.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
+        print(f"report: {args.report}")
+    return 0 if all(o.status == RunStatus.COMPLETED for o in outcomes) else 1
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
@@ -566,6 +595,10 @@ def parser() -> argparse.ArgumentParser:
                      ".md, .xml (JUnit) or .html (another suffix: JSON)")  # fmt: skip
     run.add_argument("--concurrency", type=POSITIVE_INT, default=None,
                      help="cases evaluated at once (at least 1)")  # fmt: skip
+    run.add_argument("--repeats", type=POSITIVE_INT, default=1, metavar="N",
+                     help="run the pairing N times (each a stored run, one repeat group), then "
+                     "print each figure's mean, sd, min-max and 95%% t-interval; with --report, "
+                     "FILE is the group's report (.md: Markdown, else JSON)")  # fmt: skip
     run.add_argument("-v", "--verbose", action="store_true", help="print agent command output")
     run.add_argument("--icae-wire", action="store_true",
                      help="host ICAE-EVAL's agents unchanged: their Clarification section in "

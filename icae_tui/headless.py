@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Iterable
-from typing import TextIO
+from typing import Any, TextIO
 
 from icae_tui.display.replay import PacedReplay, Sleep
 from icae_tui.display.view import RunView
@@ -123,3 +123,40 @@ async def replay_headless(
         return printer
     printer.summary()
     return printer
+
+
+async def run_repeats(
+    config: RunConfig,
+    store: RunStore,
+    repeats: int,
+    *,
+    verbose: bool = False,
+    out: TextIO | None = None,
+) -> tuple[list[RunOutcome], dict[str, Any]]:
+    """The same pairing run `repeats` times, one after another: each a stored run of its own,
+    tagged with a shared repeat group (RunStore.set_repeat), each printed as `run_headless`
+    prints it. Then the figures' mean, spread and 95 % t-interval over the repeats, and each
+    repeat's figures (icae_tui/repeats.py), printed and returned as the group's report."""
+    from icae_tui.repeats import Repeat, summary, summary_lines
+    from icae_tui.run import new_run_id
+
+    group = "repeats-" + new_run_id()
+    printer = PlainPrinter(out)
+    outcomes: list[RunOutcome] = []
+    for index in range(1, repeats + 1):
+        printer.line(f"━━ repeat {index} of {repeats} (group {group})")
+        run = Run(config, store)
+        run_printer = PlainPrinter(out, verbose=verbose)
+        run.subscribe(run_printer)
+        run.subscribe(TerminalHuman(run, run_printer))
+        try:
+            outcome = await run.execute()
+        finally:  # a cancelled repeat is stored too: it is one of the group's
+            if store.run(run.run_id) is not None:
+                store.set_repeat(run.run_id, group, index)
+        run_printer.summary()
+        outcomes.append(outcome)
+    report = summary(group, [Repeat(o.run_id, str(o.status), o.score) for o in outcomes])
+    for text in summary_lines(report):
+        printer.line(text)
+    return outcomes, report

@@ -81,9 +81,15 @@ class RunStore:
         self._migrate()
 
     def _migrate(self) -> None:
-        """Stores made before runs had owners get the columns (rows keep NULL: unknown)."""
+        """Stores made before runs had owners (or repeat groups) get the columns (rows keep
+        NULL: unknown, or not a repeat)."""
         columns = {row[1] for row in self.db.execute("PRAGMA table_info(runs)")}
-        for name, kind in (("owner_pid", "INTEGER"), ("owner_host", "TEXT")):
+        for name, kind in (
+            ("owner_pid", "INTEGER"),
+            ("owner_host", "TEXT"),
+            ("repeat_group", "TEXT"),  # `icae run --repeats N`: the runs of one pairing
+            ("repeat_index", "INTEGER"),  # 1..N within its group
+        ):
             if name not in columns:
                 self.db.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
 
@@ -120,6 +126,28 @@ class RunStore:
             (run_id,),
         ).fetchone()
         return StoreUsage(events, payload)
+
+    def set_repeat(self, run_id: str, group: str, index: int) -> None:
+        """Tag a run as repeat `index` (from 1) of the repeat group `group`."""
+        self.db.execute(
+            "UPDATE runs SET repeat_group=?, repeat_index=? WHERE run_id=?",
+            (group, index, run_id),
+        )
+
+    def repeat_of(self, run_id: str) -> tuple[str, int] | None:
+        """The repeat group of a run and its index in it; None: not a repeat."""
+        row = self.db.execute(
+            "SELECT repeat_group, repeat_index FROM runs WHERE run_id=?", (run_id,)
+        ).fetchone()
+        return None if row is None or row[0] is None else (row[0], row[1])
+
+    def repeat_group(self, group: str) -> list[str]:
+        """The run ids of a repeat group, in repeat order."""
+        rows = self.db.execute(
+            "SELECT run_id FROM runs WHERE repeat_group=? ORDER BY repeat_index, started_at",
+            (group,),
+        ).fetchall()
+        return [run_id for (run_id,) in rows]
 
     def finish_run(
         self, run_id: str, status: str, finished_at: float, overall: float | None, error: str = ""
