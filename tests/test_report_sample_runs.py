@@ -124,20 +124,6 @@ def test_the_hand_count_gives_the_headlines_for_each_solution():
     assert broken["overall"] == "0.0 %" and broken["failing"] == "70"
 
 
-# The processes backend's boxes are host processes entered with nsenter; on a heavily loaded
-# host a process can end before nsenter joins it, and the side fails with this on stderr.
-# It is the test backend's trouble, not the delivery's: such a run is made again.
-_FLAKE = "nsenter: cannot open /proc/"
-
-
-def _flaked(events) -> bool:
-    report = build_report(events)
-    return any(
-        _FLAKE in ((c.get(side) or {}).get("stderr") or "")
-        for c in report["cases"] for side in ("oracle", "delivery")
-    )  # fmt: skip
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """semver's good, partial and broken runs: their stored events, by agent."""
@@ -150,15 +136,11 @@ def runs(tmp_path_factory):
     out = {}
     try:
         for agent in EXPECTED:
-            for _attempt in range(3):
-                run = Run(RunConfig(task=task, agent=f"scripted:{agent}", pace_s=0,
-                                    engine="processes"), store)  # fmt: skip
-                outcome = asyncio.run(run.execute())
-                assert outcome.status == RunStatus.COMPLETED, outcome.error
-                events = store.events(run.run_id)
-                if not _flaked(events):
-                    break
-            out[agent] = events
+            run = Run(RunConfig(task=task, agent=f"scripted:{agent}", pace_s=0,
+                                engine="processes"), store)  # fmt: skip
+            outcome = asyncio.run(run.execute())
+            assert outcome.status == RunStatus.COMPLETED, outcome.error
+            out[agent] = store.events(run.run_id)
     finally:
         if before is None:
             os.environ.pop(registry.UNSAFE_VAR, None)
