@@ -26,6 +26,7 @@ from icae_tui.agents.registry import make_agent
 from icae_tui.agents.session import AgentSession
 from icae_tui.aio import complete_despite_cancel
 from icae_tui.domain.agent import PauseMethod
+from icae_tui.domain.diagnostics import Diagnostics
 from icae_tui.domain.events import (
     AgentPaused,
     AgentResumed,
@@ -34,6 +35,7 @@ from icae_tui.domain.events import (
     BuildChecked,
     CaseFinished,
     CasesPlanned,
+    DiagnosticsMade,
     Event,
     ModelCallMade,
     PhaseChanged,
@@ -45,8 +47,10 @@ from icae_tui.domain.events import (
 )
 from icae_tui.domain.results import CaseResult, Score
 from icae_tui.domain.states import ModelRole, Phase, ResponderMode, RunStatus, StopReason
-from icae_tui.domain.task import Level, Reference, Split, Task
+from icae_tui.domain.task import Level, Reference, ReviewWeights, Split, Task
 from icae_tui.errors import ConfigError, EngineLost, EngineUnavailable, InfraError, SandboxError
+from icae_tui.evaluation.critic import PROMPT_VERSION as CRITIC_PROMPT
+from icae_tui.evaluation.diagnostics import diagnose
 from icae_tui.evaluation.differential import Evaluator, Sides, build_error_result
 from icae_tui.evaluation.gate import (
     ASK_TOOL,
@@ -58,6 +62,7 @@ from icae_tui.evaluation.gate import (
     start_model_proxy,
 )
 from icae_tui.evaluation.ladder import scored
+from icae_tui.evaluation.review import with_review
 from icae_tui.evaluation.scoring import metric_specs, score
 from icae_tui.evaluation.semantic import (
     JUDGE_CACHE_FILE,
@@ -110,6 +115,13 @@ class RunConfig:
     user_model: ModelConfig | None = None  # the automatic user: a model instead of matching
     # the SM judge (evaluation/semantic.py): None, and SM is not measured
     judge_model: ModelConfig | None = None
+    # diagnostics beyond tests (evaluation/diagnostics.py), after the cases: the delivery's
+    # structure, the golden API signature, the task's rules and the review score
+    diagnostics: bool = True
+    # the model critic (evaluation/critic.py), through the gateway (role judge): None, none
+    critic_model: ModelConfig | None = None
+    # the review score's weights; None: the task's `[review] weights`, else 80 / 20
+    review_weights: ReviewWeights | None = None
     # Host environment variables an agent's commands may see (e.g. its model key): passed
     # per exec, never set on the container, so `docker inspect` and the delivery don't hold them.
     secret_env: tuple[str, ...] = ()
@@ -549,8 +561,52 @@ class Run:
         upstream = None
         if self.config.model_replay:
             calls = self._recorded_calls(self.config.model_replay, ModelRole.JUDGE)
-            upstream = ReplayUpstream(calls)
+            upstream = ReplayUpstream([c for c in calls if not _is_critic(c)])
         return gateway_serving(config, upstream=upstream, record=self._recorder(ModelRole.JUDGE))
+
+    def _critic_gateway(self) -> contextlib.AbstractAsyncContextManager[ModelGateway | None]:
+        """The model critic's gateway (role `judge` too; a replay gives it the recorded
+        critic calls only, told apart by their prompt's version); none without a critic."""
+        critic = self.config.critic_model
+        if critic is None:
+            return contextlib.nullcontext(None)
+        config = GatewayConfig(base_url=critic.base_url, model=critic.model,
+                               api_key_env=critic.api_key_env or "", timeout_s=critic.timeout_s)  # fmt: skip
+        upstream = None
+        if self.config.model_replay:
+            calls = self._recorded_calls(self.config.model_replay, ModelRole.JUDGE)
+            upstream = ReplayUpstream([c for c in calls if _is_critic(c)])
+        return gateway_serving(config, upstream=upstream, record=self._recorder(ModelRole.JUDGE))
+
+    async def _diagnose(
+        self, sandbox: Sandbox, delivery_image: str, final: Score, *, missing: str
+    ) -> Score:
+        """Diagnostics beyond tests, stored as an event; `final` with its review score."""
+        cfg, task = self.config, self.config.task
+        if not cfg.diagnostics:
+            return final
+        if missing:
+            made = Diagnostics(error=f"no delivery: {missing}")
+        else:
+            async with contextlib.AsyncExitStack() as stack:
+                gateway = await stack.enter_async_context(self._critic_gateway())
+                chat = None
+                if gateway is not None and cfg.critic_model is not None:
+                    chat = GatewayEndpoint(gateway.socket_path, gateway.token)
+                    stack.push_async_callback(chat.close)
+                made = await diagnose(
+                    sandbox, task, cfg.level, delivery_image, final, run_id=self.run_id,
+                    critic=chat, critic_model=cfg.critic_model.model if cfg.critic_model else "",
+                    weights=cfg.review_weights,
+                )  # fmt: skip
+            if made.critic is not None and made.critic.error:
+                await self.emit(Progress(message=f"critic: not measured ({made.critic.error})"))
+        await self.emit(DiagnosticsMade(diagnostics=made))
+        if made.review is None:
+            return final
+        final = with_review(final, made.review)
+        await self.emit(ScoreUpdated(score=final))
+        return final
 
     def _score(self, results: list[CaseResult], planned: int) -> Score:
         """The delivery's score; with a judge, SM's rate over the cases it measured."""
@@ -609,6 +665,7 @@ class Run:
             final = score(results, planned=len(refs), build_ok=False)
             final.overall = final.macro = 0.0
             await self.emit(ScoreUpdated(score=final))
+            final = await self._diagnose(sandbox, delivery_image, final, missing=missing)
             return RunOutcome(self.run_id, RunStatus.COMPLETED, final, results=results)
 
         detail = f"{len(refs)} cases"
@@ -641,7 +698,13 @@ class Run:
                 await self.emit(Progress(message=judge_failures(judge.failures)))
         await self.emit(PhaseChanged(phase=Phase.SCORE))
         final = self._score(results, len(refs))
+        final = await self._diagnose(sandbox, delivery_image, final, missing="")
         return RunOutcome(self.run_id, RunStatus.COMPLETED, final, results=results)
+
+
+def _is_critic(call: ModelCall) -> bool:
+    """A recorded judge call the critic made (its system prompt names the critic's version)."""
+    return f"[{CRITIC_PROMPT}]" in (call.request_body or "")
 
 
 def _box_limits(agent: Agent, task: Task) -> BoxLimits:
