@@ -25,13 +25,14 @@ from icae_tui.domain.diagnostics import (
     SignatureCheck,
 )
 from icae_tui.domain.events import DiagnosticsMade, RunStarted, parse_event
-from icae_tui.domain.results import Score
+from icae_tui.domain.results import Score, SplitScore
 from icae_tui.domain.task import (
     Level,
     Origin,
     OriginSource,
     ReviewWeights,
     RulesSpec,
+    Split,
     TaskSpec,
 )
 from icae_tui.evaluation.api_signature import check_signature, items_of
@@ -297,6 +298,9 @@ def test_the_review_score_formula():
     )
     failed = review_score(Score(overall=0.0, build_ok=False), parts, ReviewWeights())
     assert failed.combined == 0.0 and failed.execution == 0.0 and failed.review == 0.5375
+    public_only = Score(by_split={Split.PUBLIC: SplitScore(total=3, passed=3)})
+    unknown = review_score(public_only, parts, ReviewWeights())
+    assert unknown.execution is None and unknown.combined is None  # Overall not measured: no 0
     nothing = review_score(Score(overall=1.0), {}, ReviewWeights())
     assert nothing.review is None and nothing.combined is None  # not measured, not 0.8
     broken = CriticScores(model="m", error="ConnectionError: refused")

@@ -123,10 +123,10 @@ class ReviewScore(BaseModel):
     """combined = w_exec · execution + w_review · review (weights normalised to sum 1).
 
     execution: the run's overall pass rate; review: the mean of the review components that
-    were measured (`components`). No component measured: review and combined are None
-    (not measured, never a silent figure). A failed build zeroes combined."""
+    were measured (`components`). No component measured (or no scored case): combined is
+    None (not measured, never a silent figure). A failed build zeroes combined."""
 
-    execution: float
+    execution: float | None = None  # None: no scored case, Overall not measured
     review: float | None = None
     combined: float | None = None
     weights: dict[str, float] = Field(default_factory=lambda: {"execution": 0.8, "review": 0.2})

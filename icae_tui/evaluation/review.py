@@ -8,7 +8,8 @@
   given), and, when the model critic answered, `critic_api` (its API similarity) and
   `critic_design` (its design quality). Structure (File%, LOC%, monolith) is shown, never
   scored: a smaller delivery is not a worse one.
-- no component measured: review and combined are None — "not measured", never a guess;
+- no component measured, or no scored case (Overall not measured): combined is None —
+  "not measured", never a guess;
 - a failed build zeroes combined (every figure is 0 then, as the README's ladder says).
 
 The weights: a run's option (`--review-weights 0.7,0.3`), else the task's `[review]
@@ -59,13 +60,19 @@ def review_score(
 ) -> ReviewScore:  # fmt: skip
     total = weights.execution + weights.review
     w_exec, w_rev = weights.execution / total, weights.review / total
-    execution = score.overall if score.build_ok else 0.0
+    execution: float | None = None  # no scored case yet: unknown, not 0
+    if not score.build_ok:
+        execution = 0.0
+    elif score.measured:
+        execution = round(score.overall, 4)
     review = round(sum(components.values()) / len(components), 4) if components else None
     combined = None
-    if review is not None:
-        combined = round(w_exec * execution + w_rev * review, 4) if score.build_ok else 0.0
+    if not score.build_ok:
+        combined = 0.0 if review is not None else None
+    elif review is not None and execution is not None:
+        combined = round(w_exec * execution + w_rev * review, 4)
     return ReviewScore(
-        execution=round(execution, 4), review=review, combined=combined,
+        execution=execution, review=review, combined=combined,
         weights={"execution": round(w_exec, 4), "review": round(w_rev, 4)},
         components=components, weights_from=weights_from,
     )  # fmt: skip
