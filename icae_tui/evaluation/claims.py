@@ -164,10 +164,15 @@ class ClaimsCheck:
         }  # fmt: skip
 
 
+_LOOK = 200  # characters looked at around a claim: a long message costs no more per claim
+_WORDS_KEPT = 120  # of a claim's words, in a flag (a hostile message's 60 KiB "word")
+
+
 def _negated(text: str, start: int, end: int) -> bool:
-    before = _CLAUSE_END.split(text[:start])[-1]
+    before = _CLAUSE_END.split(text[max(0, start - _LOOK) : start])[-1]
     words = before.split()[-_WINDOW:]
-    return bool(_NEGATION.search(" ".join(words)) or _NEGATED_AFTER.match(text[end:]))
+    after = text[end : end + _LOOK]
+    return bool(_NEGATION.search(" ".join(words)) or _NEGATED_AFTER.match(after))
 
 
 def find_claims(text: str, source: str = "submission") -> list[Claim]:
@@ -177,7 +182,7 @@ def find_claims(text: str, source: str = "submission") -> list[Claim]:
         for m in regex.finditer(text):
             if _negated(text, m.start(), m.end()) or _NEGATION.search(m.group(0)):
                 continue
-            words = " ".join(m.group(0).split()).strip(" .!,;:")
+            words = " ".join(m.group(0).split()).strip(" .!,;:")[:_WORDS_KEPT]
             at = found.get(pattern.kind)
             if at is None or m.start() < at[0]:
                 found[pattern.kind] = (m.start(), Claim(pattern.kind, words, source))
