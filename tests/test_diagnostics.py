@@ -372,3 +372,15 @@ def test_headless_lines_name_the_violations_and_the_formula(bundled_catalog):
     assert "review score: 90% = 0.8 × execution 100% + 0.2 × review 50% (default weights)" in text
     failed = diagnostics_lines(Diagnostics(critic=CriticScores(model="m", error="down")))
     assert failed == ["diagnostics: critic (m): not measured — down"]
+
+
+def test_the_headless_printer_prints_the_diagnostics_event(bundled_catalog):
+    from icae_tui.headless import PlainPrinter
+
+    out = io.StringIO()
+    printer = PlainPrinter(out)
+    printer(DiagnosticsMade(run_id="r", seq=1, diagnostics=_made(bundled_catalog)))
+    assert "diagnostics: task rules: 0/2 kept" in out.getvalue()
+    evil = Diagnostics(error="\x1b[2Jgone")  # a delivery's text never moves the cursor
+    printer(DiagnosticsMade(run_id="r", seq=2, diagnostics=evil))
+    assert "\x1b" not in out.getvalue()
