@@ -38,7 +38,7 @@ from icae_tui.domain.task import (
 from icae_tui.evaluation.api_signature import check_signature, items_of
 from icae_tui.evaluation.critic import scores_of
 from icae_tui.evaluation.diagnostics import BOUNDS, diagnose_trees
-from icae_tui.evaluation.review import review_components, review_score
+from icae_tui.evaluation.review import review_components, review_score, reweighted
 from icae_tui.evaluation.structure import count_loc, oracle_tree
 from icae_tui.evaluation.task_rules import check_rules
 from icae_tui.report import REPORT_SCHEMA, build_report
@@ -301,6 +301,8 @@ def test_the_review_score_formula():
     public_only = Score(by_split={Split.PUBLIC: SplitScore(total=3, passed=3)})
     unknown = review_score(public_only, parts, ReviewWeights())
     assert unknown.execution is None and unknown.combined is None  # Overall not measured: no 0
+    again = reweighted(out, Score(overall=0.6), ReviewWeights(execution=1, review=0))
+    assert again.combined == 0.6 and again.components == parts  # from the stored components
     nothing = review_score(Score(overall=1.0), {}, ReviewWeights())
     assert nothing.review is None and nothing.combined is None  # not measured, not 0.8
     broken = CriticScores(model="m", error="ConnectionError: refused")

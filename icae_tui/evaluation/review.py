@@ -80,3 +80,11 @@ def review_score(
 
 def with_review(score: Score, review: ReviewScore) -> Score:
     return score.model_copy(update={"review": review})
+
+
+def reweighted(
+    stored: ReviewScore, score: Score, weights: ReviewWeights, weights_from: WeightsFrom = "run"
+) -> ReviewScore:
+    """A stored run's review score again with other weights (or a re-scored execution),
+    from its stored components: no container, no critic asked again (`icae runs rescore`)."""
+    return review_score(score, dict(stored.components), weights, weights_from)
