@@ -26,6 +26,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from icae_tui.claims import claims_of
 from icae_tui.domain.events import (
     AgentSubmitted,
     BuildChecked,
@@ -42,7 +43,6 @@ from icae_tui.domain.events import (
     ScoreUpdated,
 )
 from icae_tui.domain.task import Reference
-from icae_tui.evaluation.claims import claims_of
 from icae_tui.users.metrics import interaction_metrics
 
 REPORT_VERSION = 3  # 2: bounded (refused_questions, dropped, capped_changes); 3: metrics by name
@@ -140,7 +140,7 @@ def build_report(events: list[Event]) -> dict[str, Any]:
         for c in report["cases"]
         if not c["passed"]
     ]
-    # the agent's completion claims read against the final score (evaluation/claims.py)
+    # the agent's completion claims read against the final score (claims.py)
     report["claims"] = claims_of(events).as_dict()
     return report
 

@@ -1,4 +1,4 @@
-"""Completion claims (icae_tui/evaluation/claims.py): the agent's final message read against
+"""Completion claims (icae_tui/claims.py): the agent's final message read against
 the results, on hand-made event lists; the view's line and score segment, the report's dict,
 and a scripted agent that says "all tests pass, every feature implemented" over a partial
 delivery (with the processes engine, no Docker)."""
@@ -9,6 +9,14 @@ import os
 
 import pytest
 
+from icae_tui.claims import (
+    CLAIM_PATTERNS,
+    ClaimKind,
+    check_claims,
+    claims_line,
+    claims_of,
+    find_claims,
+)
 from icae_tui.display.view import RunView
 from icae_tui.display.wording import plain, score_segments
 from icae_tui.domain.events import (
@@ -21,14 +29,6 @@ from icae_tui.domain.events import (
 )
 from icae_tui.domain.results import CaseResult, Split, Verdict
 from icae_tui.domain.states import RunStatus
-from icae_tui.evaluation.claims import (
-    CLAIM_PATTERNS,
-    ClaimKind,
-    check_claims,
-    claims_line,
-    claims_of,
-    find_claims,
-)
 from icae_tui.evaluation.scoring import score
 from icae_tui.report import build_report
 

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 
+from icae_tui.claims import ClaimsCheck, claims_line, claims_of
 from icae_tui.display import wording as w
 from icae_tui.domain.agent import Limits
 from icae_tui.domain.events import (
@@ -62,7 +63,6 @@ from icae_tui.domain.states import (
     StopReason,
     Stream,
 )
-from icae_tui.evaluation.claims import ClaimsCheck, claims_line, claims_of
 from icae_tui.safe_text import printable
 from icae_tui.users.metrics import InteractionMetrics, interaction_metrics
 
@@ -173,7 +173,7 @@ class RunView:
     metric_specs: tuple[MetricSpec, ...] = LADDER_METRICS  # each case's, as the run planned
     score: Score | None = None
     score_partial: bool = False  # the run ended without a score: `score` is what was measured
-    # the agent's completion claims read against the final score (evaluation/claims.py)
+    # the agent's completion claims read against the final score (claims.py)
     claims: ClaimsCheck | None = None
     status: tuple[w.Seg, ...] = ((w.WAITING_TO_START, "muted"),)
     # change counters for incremental drawing

@@ -434,7 +434,7 @@ def score_segments(score: Score | None, *, partial: bool = False, claims: int = 
     has counted (`Score.measured`): unknown is not zero. `partial`: the run ended without a
     score (cancelled, failed); what was measured is shown as partial, beside the "—".
     `claims`: how many of the agent's completion claims the results contradict
-    (evaluation/claims.py), said right after macro so a narrow screen keeps it."""
+    (claims.py), said right after macro so a narrow screen keeps it."""
     if score is None:
         return [("score: " + UNKNOWN, "muted")]
     measured = score.measured and not partial
