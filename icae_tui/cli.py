@@ -21,6 +21,7 @@ from icae_tui.store import RunStore, default_home
 if TYPE_CHECKING:
     from icae_tui.agents.config import AgentConfig
     from icae_tui.domain.events import Event
+    from icae_tui.domain.task import ReviewWeights
     from icae_tui.run import RunConfig
     from icae_tui.sandbox.base import Sandbox
     from icae_tui.users.model_user import ModelConfig
@@ -208,6 +209,19 @@ def cmd_images(args: argparse.Namespace) -> int:
     return _with_engine(args, build)
 
 
+def _review_weights(text: str) -> ReviewWeights:
+    """`--review-weights 0.7,0.3`: execution, then review."""
+    from icae_tui.domain.task import ReviewWeights
+
+    try:
+        execution, review = (float(part) for part in text.split(","))
+        return ReviewWeights(execution=execution, review=review)
+    except ValueError as err:  # a pydantic ValidationError is a ValueError too
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: two weights in [0, 1], execution then review, e.g. 0.8,0.2"
+        ) from err
+
+
 def _model_config(
     model: str | None, base_url: str | None, key_env: str, role: str
 ) -> ModelConfig | None:
@@ -254,7 +268,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     judge_model = _model_config(
         args.judge_model, args.judge_base_url, args.judge_api_key_env, "judge"
     )
-    if (args.user_model and user_model is None) or (args.judge_model and judge_model is None):
+    critic_model = _model_config(
+        args.critic_model, args.critic_base_url, args.critic_api_key_env, "critic"
+    )
+    named = ((args.user_model, user_model), (args.judge_model, judge_model),
+             (args.critic_model, critic_model))  # fmt: skip
+    if any(name and config is None for name, config in named):
         return 2
     store = RunStore(Path(args.home) / "runs.db" if args.home else None)
     config = RunConfig(
@@ -264,6 +283,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         responder=args.responder,
         user_model=user_model,
         judge_model=judge_model,
+        critic_model=critic_model,
+        review_weights=args.review_weights,
+        diagnostics=not args.no_diagnostics,
         budget=args.budget,
         pace_s=args.pace,
         concurrency=args.concurrency,
@@ -590,6 +612,16 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--judge-base-url", help="OpenAI-compatible endpoint for --judge-model")
     run.add_argument("--judge-api-key-env", default="OPENAI_API_KEY",
                      help="environment variable holding the judge endpoint's key")  # fmt: skip
+    run.add_argument("--critic-model",
+                     help="a model rates the delivery's design and API (part of the review)")  # fmt: skip
+    run.add_argument("--critic-base-url", help="OpenAI-compatible endpoint for --critic-model")
+    run.add_argument("--critic-api-key-env", default="OPENAI_API_KEY",
+                     help="environment variable holding the critic endpoint's key")  # fmt: skip
+    run.add_argument("--review-weights", type=_review_weights, default=None, metavar="E,R",
+                     help="execution and review weights of the combined score (default: the "
+                     "task's [review] weights, else 0.8,0.2)")  # fmt: skip
+    run.add_argument("--no-diagnostics", action="store_true",
+                     help="skip the delivery's structure, API and rules checks")
     run.add_argument("--report", metavar="FILE",
                      help="also write the report here, in the format its suffix names: .json, "
                      ".md, .xml (JUnit) or .html (another suffix: JSON)")  # fmt: skip

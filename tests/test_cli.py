@@ -318,3 +318,16 @@ def test_the_headless_printer_stops_printing_when_stdout_is_gone():
     printer(started())  # no exception into the run's log
     printer(CasesPlanned(case_ids=["public/a#0"]))
     assert printer.closed
+
+
+def test_review_weights_and_model_options_are_checked_before_any_run(tmp_path, capsys):
+    home = ["--home", str(tmp_path)]
+    with pytest.raises(SystemExit) as bad:
+        main([*home, "run", "--task", "semver", "--review-weights", "0.8"])
+    assert bad.value.code == 2 and "two weights in [0, 1]" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*home, "run", "--task", "semver", "--review-weights", "2,0.2"])
+    capsys.readouterr()
+    assert main([*home, "run", "--task", "semver", "--critic-model", "m"]) == 2
+    assert "--critic-model needs --critic-base-url" in capsys.readouterr().err
+    assert not (tmp_path / "runs.db").exists()  # nothing stored
