@@ -21,7 +21,7 @@ event after RunStarted saying where it came from.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from icae_tui.domain.events import (
     BuildChecked,
@@ -33,8 +33,11 @@ from icae_tui.domain.events import (
     RunStarted,
     ScoreUpdated,
 )
-from icae_tui.domain.results import CaseResult, LadderMetric, Score
+from icae_tui.domain.results import SCORED_SPLITS, CaseResult, LadderMetric, Score
+from icae_tui.domain.task import ReviewWeights
+from icae_tui.evaluation.review import reweighted
 from icae_tui.evaluation.scoring import score
+from icae_tui.evaluation.semantic import SemanticJudge, unjudged, with_sm, without_sm
 from icae_tui.run_summary import RESCORED_FROM
 
 
@@ -131,6 +134,24 @@ def rescore(events: Sequence[Event], tau: float) -> Rescored:
         new_score=carried(stored, score(new, planned=planned, build_ok=build_ok)),
         stored_score=stored,
     )
+
+
+async def judged_again(result: Rescored, judge: SemanticJudge) -> Rescored:
+    """`result` with SM judged again on the re-scored cases from their stored outputs (no
+    container): the new judge's SM, or not measured where it cannot say."""
+    new = [await judge.judge(unjudged(r)) for r in result.new_results]
+    counted = [r for r in new if r.verdict.counted and r.split in SCORED_SPLITS]
+    score_ = with_sm(without_sm(result.new_score), counted)
+    return replace(result, new_results=new, new_score=score_)
+
+
+def review_again(result: Rescored, weights: ReviewWeights) -> Rescored | None:
+    """`result` with the stored review score weighted again (None: the run stored none)."""
+    stored = result.new_score.review
+    if stored is None:
+        return None
+    again = reweighted(stored, result.new_score, weights)
+    return replace(result, new_score=result.new_score.model_copy(update={"review": again}))
 
 
 def rescored_events(events: Sequence[Event], tau: float, run_id: str, origin: str) -> list[Event]:

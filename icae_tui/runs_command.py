@@ -9,6 +9,7 @@ older `icae runs --export RUN_ID [--trajectory]` still prints a run's JSON (depr
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 from collections.abc import Callable
@@ -22,6 +23,8 @@ from icae_tui.store import RunRow, RunStore
 
 if TYPE_CHECKING:
     from icae_tui.domain.events import Event
+    from icae_tui.domain.task import ReviewWeights
+    from icae_tui.rescore import Rescored
 
 ACTIONS = ("list", "show", "export", "compare", "rescore")
 # --format's names; the report module's own (ReportFormat) beside them are accepted too
@@ -95,6 +98,16 @@ def add_arguments(runs: argparse.ArgumentParser) -> None:
                          help="τ in [0, 1] (default: the task's fm_threshold now)")  # fmt: skip
     rescore.add_argument("--save", action="store_true",
                          help="store the re-scored run as a new run (the original is kept)")  # fmt: skip
+    rescore.add_argument("--judge-model", metavar="MODEL",
+                         help="judge SM again from the stored outputs: answered from the run's "
+                         "recorded judge calls and the judge cache first, then the endpoint")  # fmt: skip
+    rescore.add_argument("--judge-base-url", metavar="URL",
+                         help="OpenAI-compatible endpoint for --judge-model (none: recorded and "
+                         "cached answers only; a pair with neither is not measured)")  # fmt: skip
+    rescore.add_argument("--judge-api-key-env", default="OPENAI_API_KEY", metavar="VAR",
+                         help="environment variable holding the judge endpoint's key")  # fmt: skip
+    rescore.add_argument("--review-weights", type=_weights, default=None, metavar="E,R",
+                         help="the stored review score weighted again: execution, review")  # fmt: skip
 
 
 def run(args: argparse.Namespace, store: RunStore, tasks_dir: Path | None) -> int:
@@ -304,8 +317,65 @@ def _task_tau(tasks_dir: Path | None, task_id: str) -> float | None:
     return None if task is None else task.spec.cases.fm_threshold
 
 
+def _pct(value: float | None) -> str:
+    return "not measured" if value is None else f"{100 * value:.1f}%"
+
+
+def _weights(text: str) -> ReviewWeights:
+    from icae_tui.domain.task import ReviewWeights
+
+    try:
+        execution, review = (float(part) for part in text.split(","))
+        return ReviewWeights(execution=execution, review=review)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: two weights in [0, 1], execution then review, e.g. 0.8,0.2"
+        ) from err
+
+
+async def _judge_again(
+    result: Rescored, args: argparse.Namespace, store: RunStore, run_id: str
+) -> Rescored:
+    """SM judged again from the stored outputs: the run's recorded judge answers, the judge
+    cache, then the endpoint (when one is given)."""
+    import os
+
+    from icae_tui.evaluation.semantic import (
+        JUDGE_CACHE_FILE,
+        JudgeCache,
+        RecordedChat,
+        SemanticJudge,
+    )
+    from icae_tui.gateway import load_calls
+    from icae_tui.rescore import judged_again
+    from icae_tui.store import MODEL_CALLS_FILE
+    from icae_tui.users.model_user import DirectChat, ModelConfig
+
+    path = store.artifacts_dir / run_id / MODEL_CALLS_FILE
+    try:
+        calls = load_calls(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        calls = []  # no recording (or none readable): the cache and the endpoint
+    endpoint = None
+    if args.judge_base_url:
+        key = os.environ.get(args.judge_api_key_env) or "not-needed"
+        config = ModelConfig(model=args.judge_model, base_url=args.judge_base_url, api_key=key)
+        endpoint = DirectChat(config)
+    chat = RecordedChat(calls, fallback=endpoint)
+    cache = JudgeCache(store.path.parent / JUDGE_CACHE_FILE)
+    try:
+        judge = SemanticJudge(chat, args.judge_model, cache)
+        again = await judged_again(result, judge)
+    finally:
+        cache.close()
+    print(f"SM judge {printable(args.judge_model)}: {judge.asked} pair(s) not in the cache, "
+          f"{chat.replayed} answered from the run's recording, "
+          f"{len(judge.failures)} not measured")  # fmt: skip
+    return again
+
+
 def _rescore(args: argparse.Namespace, store: RunStore, tasks_dir: Path | None) -> int:
-    from icae_tui.rescore import rescore, rescored_events
+    from icae_tui.rescore import rescore, rescored_events, review_again
     from icae_tui.run import new_run_id
     from icae_tui.runs_compare import delta_lines, score_deltas
 
@@ -320,7 +390,24 @@ def _rescore(args: argparse.Namespace, store: RunStore, tasks_dir: Path | None) 
         )
     if args.save and row.status == RunStatus.RUNNING:
         raise RunsError(f"run {row.run_id} is still running: nothing final to re-score")
+    if args.save and (args.judge_model or args.review_weights):
+        raise RunsError("--save keeps a re-scored τ only: leave out --judge-model and "
+                        "--review-weights to save")  # fmt: skip
     result = rescore(events, tau)
+    if args.judge_model:
+        result = asyncio.run(_judge_again(result, args, store, row.run_id))
+    review_line = ""
+    if args.review_weights is not None:
+        before = result.new_score.review
+        again = review_again(result, args.review_weights)
+        if again is None or before is None or again.new_score.review is None:
+            print("note: the run stored no review score: --review-weights changes nothing")
+        else:
+            result, w = again, args.review_weights
+            review_line = (
+                f"combined score (execution {w.execution:g} · review {w.review:g}): "
+                f"{_pct(before.combined)} → {_pct(again.new_score.review.combined)}"
+            )
     implied = result.implied_tau()
     stored = "the task's now: " + (f"{task_tau:g}" if task_tau is not None else "unknown")
     if implied is not None:
@@ -340,6 +427,8 @@ def _rescore(args: argparse.Namespace, store: RunStore, tasks_dir: Path | None) 
     print("figures (points):")
     deltas = score_deltas(result.old_score, result.new_score)
     print("\n".join(delta_lines(deltas, heads=("stored", f"τ={tau:g}"))))
+    if review_line:
+        print(review_line)
     if args.save:
         new_id = new_run_id()
         score = result.new_score

@@ -5,12 +5,14 @@ re-score with no endpoint at all."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
 
 import pytest
 
+from icae_tui.cli import main
 from icae_tui.domain.events import CaseFinished, CasesPlanned, ModelCallMade, Progress
 from icae_tui.domain.states import ModelRole, RunStatus
 from icae_tui.evaluation.semantic import JUDGE_CACHE_FILE, SM
@@ -18,6 +20,7 @@ from icae_tui.run import Run, RunConfig
 from icae_tui.sandbox import registry
 from icae_tui.store import RunStore
 from icae_tui.users.model_user import ModelConfig
+from tests.conftest import BUNDLED_TASKS, FIXTURE_TASKS
 from tests.openai_stub import serve
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the processes backend mounts")
@@ -111,3 +114,56 @@ async def test_a_stored_run_re_scores_with_its_recorded_judge_and_no_endpoint(
     assert outcome.status is RunStatus.COMPLETED, outcome.error
     assert outcome.score is not None and outcome.score.rates[SM] == 0.8
     assert _sm(store, replay.run_id) == _sm(store, recorded.run_id)
+
+
+def _rescore(store: RunStore, *argv: str) -> tuple[int, str]:
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    tasks = FIXTURE_TASKS if store.run(argv[0]).task_id == "mini" else BUNDLED_TASKS
+    with contextlib.redirect_stdout(out):
+        code = main(["--home", str(store.path.parent), "--tasks", str(tasks),
+                     "runs", "rescore", *argv])  # fmt: skip
+    return code, out.getvalue()
+
+
+async def test_runs_rescore_judges_sm_again_from_the_stored_outputs(fixture_catalog, store):
+    task = fixture_catalog.tasks["mini"]
+    async with serve(_same) as stub:
+        recorded = Run(_config(task, stub.base_url), store)
+        await recorded.execute()
+    (store.path.parent / JUDGE_CACHE_FILE).unlink()
+    # the same judge, no endpoint: its recorded answers
+    code, out = await asyncio.to_thread(_rescore, store, recorded.run_id, "--judge-model",
+                                        "judge-1")  # fmt: skip
+    assert code == 0, out
+    assert "2 answered from the run's recording, 0 not measured" in out
+    assert _sm_line(out).split()[1:3] == ["80.0%", "80.0%"]  # stored, and judged again
+    # another judge, which calls both pairs different: asked (not the recording), SM moves
+    async with serve(lambda body: json.dumps({"same": False, "why": "differs"})) as other:
+        code, out = await asyncio.to_thread(
+            _rescore, store, recorded.run_id, "--judge-model", "judge-2",
+            "--judge-base-url", other.base_url,
+        )  # fmt: skip
+        assert code == 0, out
+        assert len(other.requests) == 2 and "0 answered from the run's recording" in out
+    assert _sm_line(out).split()[1:3] == ["80.0%", "40.0%"]  # 4 of 5 measured → 2 of 5
+
+
+def _sm_line(out: str) -> str:
+    return next(line for line in out.splitlines() if line.startswith("  SM "))  # a figure
+
+
+async def test_runs_rescore_weights_the_stored_review_again(bundled_catalog, store):
+    run = Run(RunConfig(task=bundled_catalog.tasks["semver"], agent="scripted:partial",
+                        pace_s=0, engine="processes"), store)  # fmt: skip
+    outcome = await run.execute()
+    assert outcome.score is not None and outcome.score.review is not None
+    review = outcome.score.review
+    assert review.execution is not None and review.review is not None
+    code, out = await asyncio.to_thread(_rescore, store, run.run_id, "--review-weights", "1,0")
+    assert code == 0, out
+    line = next(line for line in out.splitlines() if line.startswith("combined score"))
+    # weights 1 / 0: the combined score is the execution figure alone
+    assert line.endswith(f"{100 * review.combined:.1f}% → {100 * review.execution:.1f}%"), line

@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from icae_tui.domain.results import CaseResult, MetricKind, MetricSpec, Score
+from icae_tui.domain.states import ModelRole
+from icae_tui.gateway.models import ModelCall, request_hash
 
 PROMPT_VERSION = "sm-1"
 JUDGE_CACHE_FILE = "judge_cache.db"  # beside the store's runs.db
@@ -134,6 +136,33 @@ def verdict_of(reply: dict[str, Any]) -> tuple[bool, str] | None:
     return data["same"], (why if isinstance(why, str) else "")[:300]
 
 
+class RecordedChat:
+    """A judge answered from a stored run's recorded judge calls, by the canonical hash of the
+    request (what the gateway recorded it under): re-scoring that run's pairs needs no
+    endpoint. A request with no recording is passed to `fallback`, or refused."""
+
+    def __init__(self, calls: Sequence[ModelCall], fallback: Chat | None = None) -> None:
+        self.replies: dict[tuple[str, str], str] = {
+            (c.model, c.request_hash): c.response_body
+            for c in calls
+            if c.role is ModelRole.JUDGE and c.kind == "ok" and c.replayable
+            and c.response_body is not None
+        }  # by the model asked too: another judge model is asked, not answered from these
+        self.fallback = fallback
+        self.replayed = 0
+
+    async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        key = (str(body.get("model", "")), request_hash({**body, "stream": False}))
+        recorded = self.replies.get(key)
+        if recorded is not None:
+            self.replayed += 1
+            reply = json.loads(recorded)
+            return reply if isinstance(reply, dict) else {}
+        if self.fallback is None:
+            raise LookupError("no recorded answer and no judge endpoint")
+        return await self.fallback.complete(body)
+
+
 class SemanticJudge:
     """Gives a case result its SM (and the reason) through `chat`; `failures` keeps why a
     pair could not be judged."""
@@ -194,6 +223,24 @@ def judge_failures(failures: Sequence[str]) -> str:
 def _with(result: CaseResult, sm: float, note: str) -> CaseResult:
     notes = {**result.notes, SM: note} if note else result.notes
     return result.model_copy(update={"metrics": {**result.metrics, SM: sm}, "notes": notes})
+
+
+SM_RATES = (SM, "sm_measured", "sm_agrees_em", "sm_agrees_fm")
+
+
+def without_sm(score: Score) -> Score:
+    """`score` as if no judge had measured SM (before SM is judged again)."""
+    rates = {k: v for k, v in score.rates.items() if k not in SM_RATES}
+    metrics = [m for m in score.metrics if m.name != SM]
+    return score.model_copy(update={"rates": rates, "metrics": metrics})
+
+
+def unjudged(result: CaseResult) -> CaseResult:
+    if SM not in result.metrics and SM not in result.notes:
+        return result
+    metrics = {k: v for k, v in result.metrics.items() if k != SM}
+    notes = {k: v for k, v in result.notes.items() if k != SM}
+    return result.model_copy(update={"metrics": metrics, "notes": notes})
 
 
 def with_sm(score: Score, scored: Sequence[CaseResult]) -> Score:
