@@ -106,5 +106,5 @@ def test_sm_without_a_judge_is_not_measured_and_with_one_is_over_measured_cases(
     if not judged:
         assert SM not in s.rates and all(m.name != SM for m in s.metrics)
     else:
-        assert s.rates[SM] == 1.0 and s.rates["sm_measured"] == 2
-        assert s.rates["sm_agrees_em"] == 0.5  # the wrong answer SM calls the same
+        assert s.rates[SM] == 1.0 and s.semantic.measured == 2
+        assert s.semantic.agrees_em == 0.5  # the wrong answer SM calls the same

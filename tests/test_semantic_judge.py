@@ -107,10 +107,10 @@ def test_sm_rate_is_over_the_measured_cases_only():
     ]
     unmeasured = _result("e", sp=True, em=False)
     score = with_sm(Score(), [*measured, unmeasured])
-    assert score.rates[SM] == 0.5 and score.rates["sm_measured"] == 4
+    assert score.rates[SM] == 0.5 and score.semantic.measured == 4
     # where SP held (b, c, d): SM agrees with EM on b and d, with FM on b and c
-    assert score.rates["sm_agrees_em"] == round(2 / 3, 4)
-    assert score.rates["sm_agrees_fm"] == round(2 / 3, 4)
+    assert score.semantic.agrees_em == round(2 / 3, 4)
+    assert score.semantic.agrees_fm == round(2 / 3, 4)
     assert [m.name for m in score.metrics] == [SM]
 
 

@@ -73,7 +73,7 @@ async def test_sm_is_judged_through_the_gateway_and_cached(fixture_catalog, stor
         }  # fmt: skip
         assert sm["hidden/ops#2"] == 0.0
         assert outcome.score is not None
-        assert outcome.score.rates[SM] == 0.8 and outcome.score.rates["sm_measured"] == 5
+        assert outcome.score.rates[SM] == 0.8 and outcome.score.semantic.measured == 5
         assert outcome.score.overall == 0.4  # SM never changes a verdict
         planned = next(e for e in store.events(run.run_id) if isinstance(e, CasesPlanned))
         assert SM in [m.name for m in planned.metrics]
@@ -96,7 +96,7 @@ async def test_a_dead_judge_endpoint_leaves_sm_not_measured(fixture_catalog, sto
     sm = _sm(store, run.run_id)
     assert all(sm[c] is None for c in ASKED)  # not measured: neither 0 nor 1
     assert sm["hidden/ops#1"] == 1.0 and sm["hidden/ops#2"] == 0.0
-    assert outcome.score is not None and outcome.score.rates["sm_measured"] == 3
+    assert outcome.score is not None and outcome.score.semantic.measured == 3
     said = [e.message for e in store.events(run.run_id) if isinstance(e, Progress)]
     assert any(m.startswith("SM judge: 2 cases not measured") for m in said), said
 

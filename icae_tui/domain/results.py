@@ -217,6 +217,15 @@ class SplitScore(BaseModel):
         return self.passed / self.total if self.total else 0.0
 
 
+class SemanticSummary(BaseModel):
+    """What SM's rate is over (evaluation/semantic.py): the scored cases the judge measured,
+    and how often its SM agreed with EM and with FM where SP held (None: no such case)."""
+
+    measured: int = 0
+    agrees_em: float | None = None
+    agrees_fm: float | None = None
+
+
 class Score(BaseModel):
     """Overall = passed / total over hidden + enhanced (ICAE); public reported apart."""
 
@@ -236,6 +245,7 @@ class Score(BaseModel):
     # macro averages), and how many cases of every split got each verdict
     by_pattern: dict[str, SplitScore] = Field(default_factory=dict)
     verdicts: dict[Verdict, int] = Field(default_factory=dict)
+    semantic: SemanticSummary | None = None  # set when a judge measured SM on some case
     # execution and review combined (evaluation/review.py); absent until the run's
     # diagnostics are made (and in runs stored before them)
     review: ReviewScore | None = None

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from icae_tui.domain.results import CaseResult, MetricKind, MetricSpec, Score
+from icae_tui.domain.results import CaseResult, MetricKind, MetricSpec, Score, SemanticSummary
 from icae_tui.domain.states import ModelRole
 from icae_tui.gateway.models import ModelCall, request_hash
 
@@ -225,14 +225,11 @@ def _with(result: CaseResult, sm: float, note: str) -> CaseResult:
     return result.model_copy(update={"metrics": {**result.metrics, SM: sm}, "notes": notes})
 
 
-SM_RATES = (SM, "sm_measured", "sm_agrees_em", "sm_agrees_fm")
-
-
 def without_sm(score: Score) -> Score:
     """`score` as if no judge had measured SM (before SM is judged again)."""
-    rates = {k: v for k, v in score.rates.items() if k not in SM_RATES}
+    rates = {k: v for k, v in score.rates.items() if k != SM}
     metrics = [m for m in score.metrics if m.name != SM]
-    return score.model_copy(update={"rates": rates, "metrics": metrics})
+    return score.model_copy(update={"rates": rates, "metrics": metrics, "semantic": None})
 
 
 def unjudged(result: CaseResult) -> CaseResult:
@@ -244,22 +241,25 @@ def unjudged(result: CaseResult) -> CaseResult:
 
 
 def with_sm(score: Score, scored: Sequence[CaseResult]) -> Score:
-    """`score` with SM's rate over the scored cases that have one (`sm_measured` of them),
-    and how often SM agrees with EM and with FM where SP held; no rate at all when no case
-    was measured — SM is then "not measured"."""
+    """`score` with SM's rate over the scored cases that have one, and `semantic`: how many
+    were measured and how often SM agrees with EM and with FM where SP held; no rate at all
+    when no case was measured — SM is then "not measured"."""
     measured = [r for r in scored if SM in r.metrics]
     if not measured:
         return score
-    rates = dict(score.rates)
-    rates[SM] = round(sum(r.metrics[SM] for r in measured) / len(measured), 4)
-    rates["sm_measured"] = float(len(measured))
+    rates = {**score.rates, SM: round(sum(r.metrics[SM] for r in measured) / len(measured), 4)}
     with_sp = [r for r in measured if r.sp]
-    if with_sp:
-        agree_em = sum((r.metrics[SM] >= 1.0) == r.em for r in with_sp) / len(with_sp)
-        agree_fm = sum((r.metrics[SM] >= 1.0) == r.fm for r in with_sp) / len(with_sp)
-        rates["sm_agrees_em"] = round(agree_em, 4)
-        rates["sm_agrees_fm"] = round(agree_fm, 4)
+
+    def agreement(flag: str) -> float | None:
+        if not with_sp:
+            return None
+        agree = sum((r.metrics[SM] >= 1.0) == r.holds(flag) for r in with_sp)
+        return round(agree / len(with_sp), 4)
+
+    semantic = SemanticSummary(
+        measured=len(measured), agrees_em=agreement("em"), agrees_fm=agreement("fm")
+    )
     metrics = list(score.metrics)
     if all(m.name != SM for m in metrics):
         metrics.append(SM_METRIC)
-    return score.model_copy(update={"rates": rates, "metrics": metrics})
+    return score.model_copy(update={"rates": rates, "metrics": metrics, "semantic": semantic})
