@@ -217,6 +217,25 @@ def _failures(s: Summary) -> str:
     return out
 
 
+def _claims_and_review(s: Summary) -> str:
+    out = ""
+    if s.review and s.review.get("combined") is not None:
+        w = s.review.get("weights") or {}
+        out += (f"<h2>Combined score</h2><p><b>{percent(s.review['combined'])}</b> = "
+                f"{w.get('execution', 0):g} × execution {percent(s.review.get('execution'))} + "
+                f"{w.get('review', 0):g} × review {percent(s.review.get('review'))}</p>")  # fmt: skip
+    if s.sm_measured is not None:
+        out += (f"<p>SM (a model judge) measured {s.sm_measured} of {s.overall.total} counted "
+                f"{SCORED_LABEL} cases; the others are not measured.</p>")  # fmt: skip
+    if s.claims_found:
+        items = "".join(f"<li>“{h(words)}” — {h(detail)}</li>"
+                        for words, detail in s.claims_contradicted)  # fmt: skip
+        out += (f"<h2>Completion claims</h2><p>{s.claims_found} claim(s) in the agent's final "
+                f"message; <b>{len(s.claims_contradicted)} contradicted by the results</b>"
+                f"</p>" + (f"<ul>{items}</ul>" if items else ""))  # fmt: skip
+    return out
+
+
 def render_html(report: dict[str, Any]) -> str:
     s = summarise(report)
     status = h(s.status) + (f" — {h(s.error)}" if s.error else "")
@@ -233,7 +252,7 @@ def render_html(report: dict[str, Any]) -> str:
         f"responder · run <code>{h(s.run_id)}</code>: {status}{duration} · judged against "
         f"the {h(s.reference or 'oracle')}: {s.done} of {s.planned} planned cases"
         f"{uncounted}</p>",
-        "<h2>Headline</h2>", _headline(s),
+        "<h2>Headline</h2>", _headline(s), _claims_and_review(s),
         "<h2>Build gate</h2>", _build(s),
         _charts(s), _tables(s), _turns(s), _failures(s),
         "</body></html>\n",

@@ -202,8 +202,32 @@ def _failures(s: Summary) -> list[str]:
     return lines
 
 
+def _claims_and_review(s: Summary) -> list[str]:
+    lines: list[str] = []
+    if s.review and s.review.get("combined") is not None:
+        w = s.review.get("weights") or {}
+        lines += ["## Combined score", "",
+                  f"**{percent(s.review['combined'])}** = {w.get('execution', 0):g} × execution "
+                  f"{percent(s.review.get('execution'))} + {w.get('review', 0):g} × review "
+                  f"{percent(s.review.get('review'))} (the review: the mean of "
+                  f"{', '.join(md(k) for k in s.review.get('components') or {}) or 'none'})"]  # fmt: skip
+    if s.sm_measured is not None:
+        lines += (["", ""] if lines else []) + [
+            f"SM (a model judge) measured {s.sm_measured} of {s.overall.total} counted "
+            f"{SCORED_LABEL} cases; the others are not measured."]  # fmt: skip
+    if s.claims_found:
+        n = len(s.claims_contradicted)
+        lines += (["", ""] if lines else []) + [
+            "## Completion claims", "",
+            f"{s.claims_found} claim(s) in the agent's final message; "
+            f"**{n} contradicted by the results**" + (":" if n else "."),
+        ]  # fmt: skip
+        lines += [f"- \"{md(words)}\" — {md(detail)}" for words, detail in s.claims_contradicted]
+    return lines
+
+
 def render_markdown(report: dict[str, Any]) -> str:
     s = summarise(report)
-    sections = [_what(s), _headline(s), _build(s), _tiers(s), _patterns(s), _verdicts(s),
-                _rates(s), _turns(s), _failures(s)]  # fmt: skip
+    sections = [_what(s), _headline(s), _claims_and_review(s), _build(s), _tiers(s),
+                _patterns(s), _verdicts(s), _rates(s), _turns(s), _failures(s)]  # fmt: skip
     return "\n\n".join("\n".join(sec) for sec in sections if sec) + "\n"

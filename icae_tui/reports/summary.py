@@ -98,6 +98,12 @@ class Summary:
     turns: list[Turn]
     refused: int
     failures: list[Failure] = field(default_factory=list)
+    # the agent's completion claims the results contradict: (its words, the figure, detail)
+    claims_found: int = 0
+    claims_contradicted: list[tuple[str, str]] = field(default_factory=list)
+    # the combined score (evaluation/review.py) and what SM's rate is over
+    review: dict[str, Any] | None = None
+    sm_measured: int | None = None
 
 
 def _macro(rows: list[PatternRow]) -> float | None:
@@ -194,6 +200,13 @@ def summarise(report: dict[str, Any]) -> Summary:
         turns=turns,
         refused=int((report.get("refused_questions") or {}).get("count", 0)),
         failures=failures,
+        claims_found=len((report.get("claims") or {}).get("claims") or []),
+        claims_contradicted=[
+            (str(f.get("words", "")), str(f.get("detail") or f.get("figure") or ""))
+            for f in (report.get("claims") or {}).get("flags") or []
+        ],
+        review=score.get("review") or None,
+        sm_measured=(score.get("semantic") or {}).get("measured"),
     )
 
 
