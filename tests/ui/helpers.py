@@ -356,6 +356,26 @@ async def press_settled(pilot, *keys: str) -> None:
         await settled(pilot)
 
 
+async def replayed_to_end(pilot) -> None:
+    """The latest past run opened from the history and shown at its end (End): waited for
+    until the replay has delivered its last event and the view holds the run's finish — End
+    seeks in the replay's worker, after the key is handled (seen: a picture taken mid-run)."""
+    from icae_tui.ui.screens.replay import ReplayScreen
+
+    await press_settled(pilot, "h", "enter", "end")
+
+    def at_end() -> bool:
+        screen = pilot.app.screen
+        return (
+            isinstance(screen, ReplayScreen)
+            and screen.replay.finished
+            and screen.view.finished is not None
+        )
+
+    await until(pilot, at_end, timeout=120.0)
+    await settled(pilot)
+
+
 # --- a recorded run of a model agent: its limits, its calls, their recording -----------------
 
 MODEL_RUN_ID = "20240101-010000-m0de15"

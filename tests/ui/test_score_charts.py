@@ -9,7 +9,7 @@ from textual_plotext import PlotextPlot
 
 from icae_tui.ui.screens.score_charts import ScoreChartsScreen
 
-from .helpers import press_settled, still_console, until
+from .helpers import press_settled, replayed_to_end, still_console, until
 
 
 def _drawn(plot: PlotextPlot) -> str:
@@ -17,7 +17,8 @@ def _drawn(plot: PlotextPlot) -> str:
 
 
 async def _open(pilot) -> ScoreChartsScreen:
-    await press_settled(pilot, "h", "enter", "end", "g")
+    await replayed_to_end(pilot)
+    await press_settled(pilot, "g")
     await until(pilot, lambda: isinstance(pilot.app.screen, ScoreChartsScreen))
     return pilot.app.screen
 

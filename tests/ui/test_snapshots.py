@@ -41,6 +41,7 @@ from .helpers import (
     FakeRun,
     finish,
     press_settled,
+    replayed_to_end,
     started,
     still_console,
     until,
@@ -103,8 +104,8 @@ def test_history(snap_compare, catalog, history, utc, size):
 
 def test_finished_run_replayed(snap_compare, catalog, history, utc, size):
     """End: the replay's final state at once (the replay bar says so)."""
-    keys = ["h", "enter", "end"]
-    assert snap_compare(still_console(catalog, history), press=keys, terminal_size=size)
+    app = still_console(catalog, history)
+    assert snap_compare(app, run_before=replayed_to_end, terminal_size=size)
 
 
 def test_trace_search_prompt(snap_compare, catalog, history, utc, size):
@@ -113,7 +114,8 @@ def test_trace_search_prompt(snap_compare, catalog, history, utc, size):
 
     async def searching(pilot) -> None:
         app = pilot.app
-        await press_settled(pilot, "h", "enter", "end", "t", "slash")
+        await replayed_to_end(pilot)
+        await press_settled(pilot, "t", "slash")
         await until(pilot, lambda: isinstance(app.screen, PromptScreen))
         await pilot.press(*"error")
 
@@ -122,8 +124,12 @@ def test_trace_search_prompt(snap_compare, catalog, history, utc, size):
 
 
 def test_case_detail(snap_compare, catalog, history, utc, size):
-    keys = ["h", "enter", "end", "r", "down", "enter"]  # the results, the second case, its details
-    assert snap_compare(still_console(catalog, history), press=keys, terminal_size=size)
+    async def detail(pilot) -> None:
+        await replayed_to_end(pilot)
+        await press_settled(pilot, "r", "down", "enter")  # the results, the second case
+
+    app = still_console(catalog, history)
+    assert snap_compare(app, run_before=detail, terminal_size=size)
 
 
 def test_edit_case(snap_compare, catalog, store, size):
@@ -142,15 +148,16 @@ def test_edit_case(snap_compare, catalog, store, size):
 
 def test_model_run_replayed(snap_compare, catalog, model_history, utc, size):
     """The header's second line: steps, time, calls, tokens (≥80 %) and cost (reached)."""
-    keys = ["h", "enter", "end"]
-    assert snap_compare(still_console(catalog, model_history), press=keys, terminal_size=size)
+    app = still_console(catalog, model_history)
+    assert snap_compare(app, run_before=replayed_to_end, terminal_size=size)
 
 
 def test_model_calls(snap_compare, catalog, model_history, utc, size):
     """The calls of the model run, the second expanded: new messages, reply, body."""
 
     async def expanded(pilot) -> None:
-        await press_settled(pilot, "h", "enter", "end", "l", "down", "enter")
+        await replayed_to_end(pilot)
+        await press_settled(pilot, "l", "down", "enter")
         app = pilot.app
         await until(pilot, lambda: isinstance(app.screen, ModelCallsScreen)
                     and "reply (finish: stop)" in app.screen.detail_text)  # fmt: skip
