@@ -96,9 +96,12 @@ class ScoreChartsScreen(Screen[None]):
         widget = self._plot("by-tier", "Pass rate per tier · %")
         tiers = [(t, tally) for t, tally in summary.tiers.items() if tally.total]
         if tiers:
+            # horizontal, as the others: a label per row never collides with the next (below
+            # each other, plotext dropped one of three at 80 columns)
             widget.plt.bar([f"{t} {tally.passed}/{tally.total}" for t, tally in tiers],
-                           [_percent(tally.rate) for _, tally in tiers], width=0.4)  # fmt: skip
-            widget.plt.ylim(0, 100)
+                           [_percent(tally.rate) for _, tally in tiers],
+                           orientation="horizontal", width=0.3)  # fmt: skip
+            widget.plt.xlim(0, 100)
         else:
             widget.plt.title("no case judged yet")
         widget.refresh()
