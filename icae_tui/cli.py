@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING
 from icae_tui.catalog import Catalog, load_catalog, load_failure
 from icae_tui.domain.states import ResponderMode, RunStatus
 from icae_tui.domain.task import Level, Task
+from icae_tui.runs_command import review_weights
 from icae_tui.safe_text import printable
 from icae_tui.store import RunStore, default_home
 
 if TYPE_CHECKING:
     from icae_tui.agents.config import AgentConfig
     from icae_tui.domain.events import Event
-    from icae_tui.domain.task import ReviewWeights
     from icae_tui.run import RunConfig
     from icae_tui.sandbox.base import Sandbox
     from icae_tui.users.model_user import ModelConfig
@@ -207,19 +207,6 @@ def cmd_images(args: argparse.Namespace) -> int:
         return 0
 
     return _with_engine(args, build)
-
-
-def _review_weights(text: str) -> ReviewWeights:
-    """`--review-weights 0.7,0.3`: execution, then review."""
-    from icae_tui.domain.task import ReviewWeights
-
-    try:
-        execution, review = (float(part) for part in text.split(","))
-        return ReviewWeights(execution=execution, review=review)
-    except ValueError as err:  # a pydantic ValidationError is a ValueError too
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: two weights in [0, 1], execution then review, e.g. 0.8,0.2"
-        ) from err
 
 
 def _model_config(
@@ -617,7 +604,7 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--critic-base-url", help="OpenAI-compatible endpoint for --critic-model")
     run.add_argument("--critic-api-key-env", default="OPENAI_API_KEY",
                      help="environment variable holding the critic endpoint's key")  # fmt: skip
-    run.add_argument("--review-weights", type=_review_weights, default=None, metavar="E,R",
+    run.add_argument("--review-weights", type=review_weights, default=None, metavar="E,R",
                      help="execution and review weights of the combined score (default: the "
                      "task's [review] weights, else 0.8,0.2)")  # fmt: skip
     run.add_argument("--no-diagnostics", action="store_true",

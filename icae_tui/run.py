@@ -538,45 +538,37 @@ class Run:
         return [c for c in calls if c.role is role]
 
     def _user_gateway(self) -> contextlib.AbstractAsyncContextManager[ModelGateway | None]:
-        """The model-mode user's gateway (role `user`): its calls recorded and replayable
-        like the agent's; none when the user is not a model."""
-        user = self.config.user_model
-        if user is None:
-            return contextlib.nullcontext(None)
-        config = GatewayConfig(base_url=user.base_url, model=user.model,
-                               api_key_env=user.api_key_env or "", timeout_s=user.timeout_s)  # fmt: skip
-        upstream = None
-        if self.config.model_replay:
-            upstream = ReplayUpstream(self._recorded_calls(self.config.model_replay, ModelRole.USER))
-        return gateway_serving(config, upstream=upstream, record=self._recorder(ModelRole.USER))
+        """The model-mode user's gateway (role `user`); none when the user is not a model."""
+        return self._role_gateway(self.config.user_model, ModelRole.USER)
 
     def _judge_gateway(self) -> contextlib.AbstractAsyncContextManager[ModelGateway | None]:
-        """The SM judge's gateway (role `judge`), recorded and replayable like the others;
-        none when no judge is configured."""
-        judge = self.config.judge_model
-        if judge is None:
-            return contextlib.nullcontext(None)
-        config = GatewayConfig(base_url=judge.base_url, model=judge.model,
-                               api_key_env=judge.api_key_env or "", timeout_s=judge.timeout_s)  # fmt: skip
-        upstream = None
-        if self.config.model_replay:
-            calls = self._recorded_calls(self.config.model_replay, ModelRole.JUDGE)
-            upstream = ReplayUpstream([c for c in calls if not _is_critic(c)])
-        return gateway_serving(config, upstream=upstream, record=self._recorder(ModelRole.JUDGE))
+        """The SM judge's gateway (role `judge`); none when no judge is configured."""
+        return self._role_gateway(self.config.judge_model, ModelRole.JUDGE,
+                                  replayed=lambda c: not _is_critic(c))  # fmt: skip
 
     def _critic_gateway(self) -> contextlib.AbstractAsyncContextManager[ModelGateway | None]:
         """The model critic's gateway (role `judge` too; a replay gives it the recorded
         critic calls only, told apart by their prompt's version); none without a critic."""
-        critic = self.config.critic_model
-        if critic is None:
+        return self._role_gateway(self.config.critic_model, ModelRole.JUDGE, replayed=_is_critic)
+
+    def _role_gateway(
+        self,
+        model: ModelConfig | None,
+        role: ModelRole,
+        replayed: Callable[[ModelCall], bool] = lambda _c: True,
+    ) -> contextlib.AbstractAsyncContextManager[ModelGateway | None]:
+        """A gateway for one of the run's own model roles, its calls recorded like the
+        agent's; with `model_replay`, answered from that run's recorded calls of the role
+        (those `replayed` keeps); none when the role has no model."""
+        if model is None:
             return contextlib.nullcontext(None)
-        config = GatewayConfig(base_url=critic.base_url, model=critic.model,
-                               api_key_env=critic.api_key_env or "", timeout_s=critic.timeout_s)  # fmt: skip
+        config = GatewayConfig(base_url=model.base_url, model=model.model,
+                               api_key_env=model.api_key_env or "", timeout_s=model.timeout_s)  # fmt: skip
         upstream = None
         if self.config.model_replay:
-            calls = self._recorded_calls(self.config.model_replay, ModelRole.JUDGE)
-            upstream = ReplayUpstream([c for c in calls if _is_critic(c)])
-        return gateway_serving(config, upstream=upstream, record=self._recorder(ModelRole.JUDGE))
+            calls = self._recorded_calls(self.config.model_replay, role)
+            upstream = ReplayUpstream([c for c in calls if replayed(c)])
+        return gateway_serving(config, upstream=upstream, record=self._recorder(role))
 
     async def _diagnose(
         self, sandbox: Sandbox, delivery_image: str, final: Score, *, missing: str

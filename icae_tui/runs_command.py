@@ -106,7 +106,7 @@ def add_arguments(runs: argparse.ArgumentParser) -> None:
                          "cached answers only; a pair with neither is not measured)")  # fmt: skip
     rescore.add_argument("--judge-api-key-env", default="OPENAI_API_KEY", metavar="VAR",
                          help="environment variable holding the judge endpoint's key")  # fmt: skip
-    rescore.add_argument("--review-weights", type=_weights, default=None, metavar="E,R",
+    rescore.add_argument("--review-weights", type=review_weights, default=None, metavar="E,R",
                          help="the stored review score weighted again: execution, review")  # fmt: skip
 
 
@@ -321,7 +321,9 @@ def _pct(value: float | None) -> str:
     return "not measured" if value is None else f"{100 * value:.1f}%"
 
 
-def _weights(text: str) -> ReviewWeights:
+def review_weights(text: str) -> ReviewWeights:
+    """An argparse type: `0.7,0.3` as execution and review weights, or a clear error (`icae
+    run --review-weights`, `icae runs rescore --review-weights`)."""
     from icae_tui.domain.task import ReviewWeights
 
     try:

@@ -17,12 +17,11 @@ reason (`CriticScores.error`), never taken as zeros.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping
 from typing import Any, Protocol
 
 from icae_tui.domain.diagnostics import CriticScore, CriticScores
+from icae_tui.evaluation.model_reply import reply_object
 
 PROMPT_VERSION = "critic-1"  # in the system prompt: how a replay tells the critic's calls apart
 FILE_CAP = 12_000
@@ -72,7 +71,6 @@ def question(
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
-_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 
 
 def _axis(value: Any) -> CriticScore | None:
@@ -87,18 +85,8 @@ def _axis(value: Any) -> CriticScore | None:
 
 def scores_of(reply: dict[str, Any]) -> dict[str, CriticScore] | None:
     """The three scores from a Chat Completions reply, or None when one is missing."""
-    try:
-        content = reply["choices"][0]["message"]["content"] or ""
-    except (KeyError, IndexError, TypeError):
-        return None
-    found = _OBJECT.search(content)
-    if found is None:
-        return None
-    try:
-        data = json.loads(found.group(0))
-    except ValueError:
-        return None
-    if not isinstance(data, dict):
+    data = reply_object(reply)
+    if data is None:
         return None
     out = {axis: _axis(data.get(axis)) for axis in AXES}
     if any(v is None for v in out.values()):

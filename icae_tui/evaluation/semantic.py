@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from typing import Any, Protocol
 
 from icae_tui.domain.results import CaseResult, MetricKind, MetricSpec, Score, SemanticSummary
 from icae_tui.domain.states import ModelRole
+from icae_tui.evaluation.model_reply import reply_object
 from icae_tui.gateway.models import ModelCall, request_hash
 
 PROMPT_VERSION = "sm-1"
@@ -114,23 +114,10 @@ def question(command: str, expected: str, actual: str) -> list[dict[str, str]]:
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
-_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
-
-
 def verdict_of(reply: dict[str, Any]) -> tuple[bool, str] | None:
     """(same, why) from a Chat Completions reply, or None when it holds no verdict."""
-    try:
-        content = reply["choices"][0]["message"]["content"] or ""
-    except (KeyError, IndexError, TypeError):
-        return None
-    found = _OBJECT.search(content)
-    if found is None:
-        return None
-    try:
-        data = json.loads(found.group(0))
-    except ValueError:
-        return None
-    if not isinstance(data, dict) or not isinstance(data.get("same"), bool):
+    data = reply_object(reply)
+    if data is None or not isinstance(data.get("same"), bool):
         return None
     why = data.get("why")
     return data["same"], (why if isinstance(why, str) else "")[:300]
