@@ -177,6 +177,10 @@ def _show(args: argparse.Namespace, store: RunStore) -> int:
 
     summary = summarize(args.run, _events(store, args.run))
     print("\n".join(show_lines(summary)))
+    if (repeat := store.repeat_of(args.run)) is not None:  # icae run --repeats N
+        group, index = repeat
+        runs = store.repeat_group(group)
+        print(f"repeat {index} of {len(runs)} (group {printable(group)}): {' '.join(runs)}")
     return 0
 
 

@@ -188,3 +188,7 @@ def test_icae_run_repeats_three_times_and_reports_the_spread(tmp_path, monkeypat
     assert {"overall", "macro", "hidden", "exec", "em"} <= set(report["figures"])
     assert "overall" in out and "mean 40.0%" in out and "95% CI 40.0%–40.0%" in out
     assert f"report: {path}" in out
+    assert main(["--home", str(tmp_path), "runs", "show", ids[1]]) == 0
+    assert f"repeat 2 of 3 (group {report['repeat_group']}): {' '.join(ids)}" in (
+        capsys.readouterr().out
+    )
