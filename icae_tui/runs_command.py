@@ -15,9 +15,10 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from icae_tui.domain.states import RunStatus
+from icae_tui.repeats import Repeat, spread, summary, summary_lines
 from icae_tui.safe_text import printable
 from icae_tui.store import RunRow, RunStore
 
@@ -156,6 +157,9 @@ LIST_HEADER = f"{'run':<22}  {'task':<12} {'agent':<18} {'lvl':<3} {'status':<11
 
 
 def _list(args: argparse.Namespace, store: RunStore) -> int:
+    """Newest first; the runs of one repeat group (`icae run --repeats N`) together, in
+    repeat order, under a line with their overall's mean and spread, where the group's newest
+    listed run would stand."""
     rows = store.runs(
         limit=getattr(args, "limit", 200),
         task=getattr(args, "task", None),
@@ -164,9 +168,39 @@ def _list(args: argparse.Namespace, store: RunStore) -> int:
     )
     if rows and sys.stdout.isatty():  # a pipe gets the runs only (`icae runs | head -1`)
         print(LIST_HEADER)
+    groups: dict[str, list[RunRow]] = {}
     for row in rows:
-        print(list_line(row))
+        if row.repeat_group is not None:
+            groups.setdefault(row.repeat_group, []).append(row)
+    for row in rows:
+        group = row.repeat_group
+        if group is None:
+            print(list_line(row))
+            continue
+        if group not in groups:  # printed with the group's newest run
+            continue
+        members = sorted(groups.pop(group), key=lambda r: (r.repeat_index or 0, r.started_at))
+        print(group_line(group, members, len(store.repeat_group(group))))
+        for member in members:
+            print(list_line(member) + f"  #{member.repeat_index}")
     return 0
+
+
+def group_line(group: str, members: list[RunRow], size: int) -> str:
+    """A repeat group's heading: its size, how many of its runs are listed, and the mean,
+    sd and min–max of the listed completed runs' overall (repeats.py's formulas)."""
+    listed = "" if len(members) == size else f", {len(members)} listed"
+    values = [
+        r.overall for r in members if r.status == RunStatus.COMPLETED and r.overall is not None
+    ]
+    if not values:
+        figures = "no completed run measured"
+    else:
+        s = spread(values)
+        sd = "" if s.sd is None else f" ± {100 * s.sd:.1f} pts"
+        figures = (f"overall mean {100 * s.mean:.1f}%{sd}, {100 * s.low:.1f}–{100 * s.high:.1f}%"
+                   f" (n={s.n})")  # fmt: skip
+    return f"━━ repeats {printable(group)}: {size} run(s){listed} · {figures}"
 
 
 # --- show and export --------------------------------------------------------------------------
@@ -181,7 +215,21 @@ def _show(args: argparse.Namespace, store: RunStore) -> int:
         group, index = repeat
         runs = store.repeat_group(group)
         print(f"repeat {index} of {len(runs)} (group {printable(group)}): {' '.join(runs)}")
+        print("\n".join(summary_lines(group_report(store, group))))
     return 0
+
+
+def group_report(store: RunStore, group: str) -> dict[str, Any]:
+    """A stored repeat group's report, as `icae run --repeats N` printed it: each figure's
+    spread over the completed repeats (a failed or cancelled one gives no figures)."""
+    from icae_tui.run_summary import summarize
+
+    repeats = []
+    for run_id in store.repeat_group(group):
+        s = summarize(run_id, store.events(run_id))
+        score = s.score if s.status == RunStatus.COMPLETED else None
+        repeats.append(Repeat(run_id, s.status, score))
+    return summary(group, repeats)
 
 
 def _legacy_export(args: argparse.Namespace, store: RunStore) -> int:

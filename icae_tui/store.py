@@ -62,6 +62,14 @@ class RunRow:
     finished_at: float | None
     overall: float | None
     error: str
+    repeat_group: str | None = None  # `icae run --repeats N`: the group, and 1..N in it
+    repeat_index: int | None = None
+
+
+ROW_COLUMNS = (
+    "run_id, task_id, agent, level, responder, status, started_at, finished_at, overall, error,"
+    " repeat_group, repeat_index"
+)
 
 
 @dataclass(frozen=True)
@@ -209,8 +217,7 @@ class RunStore:
 
     def run(self, run_id: str) -> RunRow | None:
         row = self.db.execute(
-            "SELECT run_id, task_id, agent, level, responder, status, started_at, finished_at,"
-            " overall, error FROM runs WHERE run_id=?",
+            f"SELECT {ROW_COLUMNS} FROM runs WHERE run_id=?",
             (run_id,),
         ).fetchone()
         return RunRow(*row) if row else None
@@ -232,8 +239,7 @@ class RunStore:
                 params.append(value)
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         rows = self.db.execute(
-            "SELECT run_id, task_id, agent, level, responder, status, started_at, finished_at,"
-            f" overall, error FROM runs{clause} ORDER BY started_at DESC, rowid DESC LIMIT ?",
+            f"SELECT {ROW_COLUMNS} FROM runs{clause} ORDER BY started_at DESC, rowid DESC LIMIT ?",
             (*params, limit),
         ).fetchall()
         return [RunRow(*row) for row in rows]

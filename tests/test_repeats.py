@@ -189,6 +189,33 @@ def test_icae_run_repeats_three_times_and_reports_the_spread(tmp_path, monkeypat
     assert "overall" in out and "mean 40.0%" in out and "95% CI 40.0%–40.0%" in out
     assert f"report: {path}" in out
     assert main(["--home", str(tmp_path), "runs", "show", ids[1]]) == 0
-    assert f"repeat 2 of 3 (group {report['repeat_group']}): {' '.join(ids)}" in (
-        capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert f"repeat 2 of 3 (group {report['repeat_group']}): {' '.join(ids)}" in shown
+    # the group's spread from the store, as the run printed it
+    assert "mean 40.0%" in shown and "95% CI 40.0%–40.0%" in shown
+
+
+def test_runs_list_puts_a_repeat_group_together_under_its_spread(tmp_path, capsys):
+    store = RunStore(tmp_path / "runs.db")
+    # started in this order: repeat 1, a run of another pairing, repeats 2–4 (4 failed)
+    plan = [("r1", 1, 0.4, "completed"), ("other", None, 0.9, "completed"),
+            ("r2", 2, 0.6, "completed"), ("r3", 3, 0.5, "completed"), ("r4", 4, None, "failed")]  # fmt: skip
+    for t, (run_id, index, overall, status) in enumerate(plan):
+        store.create_run(run_id, "mini", "scripted:partial", "L1", "simulated", 100.0 + t)
+        store.finish_run(run_id, status, 200.0 + t, overall)
+        if index is not None:
+            store.set_repeat(run_id, "repeats-g", index)
+    store.close()
+    assert main(["--home", str(tmp_path), "runs", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    # where the newest repeat stood, the group in repeat order; the other run after it
+    assert [line.split()[0] for line in lines] == ["━━", "r1", "r2", "r3", "r4", "other"]
+    # by hand over the three completed: mean 50 %, sd √((0.01 + 0.01 + 0) / 2) = 10 pts
+    assert lines[0] == (
+        "━━ repeats repeats-g: 4 run(s) · overall mean 50.0% ± 10.0 pts, 40.0–60.0% (n=3)"
     )
+    assert [line.rsplit(None, 1)[-1] for line in lines[1:5]] == ["#1", "#2", "#3", "#4"]
+    assert main(["--home", str(tmp_path), "runs", "list", "--limit", "2"]) == 0
+    # the newest two: r4 (failed, no figure) and r3
+    head = capsys.readouterr().out.splitlines()[0]
+    assert head == "━━ repeats repeats-g: 4 run(s), 2 listed · overall mean 50.0%, 50.0–50.0% (n=1)"
