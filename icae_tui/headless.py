@@ -12,11 +12,10 @@ import sys
 from collections.abc import Iterable
 from typing import Any, TextIO
 
-from icae_tui.display.diagnostics import diagnostics_lines
 from icae_tui.display.replay import PacedReplay, Sleep
 from icae_tui.display.view import RunView
 from icae_tui.display.wording import OPERATOR_ANSWERS, draft_source, interaction_line, usage_lines
-from icae_tui.domain.events import DiagnosticsMade, Event, QuestionAsked
+from icae_tui.domain.events import Event, QuestionAsked
 from icae_tui.domain.states import AnsweredBy
 from icae_tui.run import Run, RunConfig, RunOutcome
 from icae_tui.safe_text import printable
@@ -24,8 +23,8 @@ from icae_tui.store import RunStore
 
 
 class PlainPrinter:
-    """Prints the run's log as its `RunView` grows: every trace line, output lines only when
-    verbose (the view's lines are printable already)."""
+    """Prints the run's log as its `RunView` grows: every trace line (the diagnostics' too),
+    output lines only when verbose (the view's lines are printable already)."""
 
     def __init__(self, out: TextIO | None = None, *, verbose: bool = False) -> None:
         self.out = out if out is not None else sys.stdout
@@ -49,9 +48,6 @@ class PlainPrinter:
         for line in lines:
             if line.kind != "output" or self.verbose:
                 self.line(line.text)
-        if isinstance(ev, DiagnosticsMade):  # diagnostics beyond tests, after the cases
-            for text in diagnostics_lines(ev.diagnostics):
-                self.line(text)
 
     def summary(self, events: list[Event] | None = None) -> None:
         """The interaction metrics, then the agent's usage against its limits (model calls,

@@ -259,3 +259,31 @@ def test_markdown_and_html_reports_show_the_contradicted_claims_and_the_combined
     assert isinstance(page, str)
     assert "<b>1 contradicted by the results</b>" in page and "3/5 passed" in page
     assert "<b>58.0 %</b> = 0.8 × execution" in page
+
+
+def test_the_view_shows_the_diagnostics_and_the_combined_score_once():
+    from icae_tui.domain.diagnostics import Diagnostics, ReviewScore
+    from icae_tui.domain.events import DiagnosticsMade
+
+    events = _events(said=None, submitted=None, results=PARTIAL)
+    final = events[-1]
+    assert isinstance(final, RunFinished) and final.score is not None
+    review = ReviewScore(execution=0.6, review=0.5, combined=0.58, components={"signature": 0.5})
+    reviewed = final.score.model_copy(update={"review": review})
+    # as run.py says it: the final score, the diagnostics, the score with its review, the end
+    events[-1:] = [DiagnosticsMade(diagnostics=Diagnostics(review=review)),
+                   ScoreUpdated(score=reviewed),
+                   RunFinished(status=RunStatus.COMPLETED, score=reviewed)]  # fmt: skip
+    view = RunView.from_events(events)
+    texts = [line.text for line in view.trace]
+    assert len([t for t in texts if t.startswith("score: ")]) == 1  # not said again
+    said = [t for t in texts if t.startswith("diagnostics: ")]
+    assert said == ["diagnostics: review score: 58% = 0.8 × execution 60% + 0.2 × review 50% "
+                    "(default weights)"]  # fmt: skip
+    assert view.diagnostics is not None and view.diagnostics.review == review
+    # the console's score line: combined right after macro
+    line = plain(score_segments(view.shown_score()))
+    assert "macro 50.0%  combined 58.0%  │" in line
+    assert "combined —" in plain(score_segments(view.shown_score(), partial=True))
+    # before the diagnostics, nothing is said of it
+    assert "combined" not in plain(score_segments(final.score))

@@ -24,7 +24,9 @@ from typing import Final, Literal
 
 from icae_tui.claims import ClaimsCheck, claims_line, claims_of
 from icae_tui.display import wording as w
+from icae_tui.display.diagnostics import diagnostics_lines
 from icae_tui.domain.agent import Limits
+from icae_tui.domain.diagnostics import Diagnostics
 from icae_tui.domain.events import (
     AgentCommand,
     AgentCommandDone,
@@ -41,6 +43,7 @@ from icae_tui.domain.events import (
     BuildChecked,
     CaseFinished,
     CasesPlanned,
+    DiagnosticsMade,
     Event,
     EventsDropped,
     ModelCallMade,
@@ -175,6 +178,8 @@ class RunView:
     score_partial: bool = False  # the run ended without a score: `score` is what was measured
     # the agent's completion claims read against the final score (claims.py)
     claims: ClaimsCheck | None = None
+    # diagnostics beyond tests (structure, API signature, rules, critic, review score)
+    diagnostics: Diagnostics | None = None
     status: tuple[w.Seg, ...] = ((w.WAITING_TO_START, "muted"),)
     # change counters for incremental drawing
     head_rev: int = 0
@@ -189,6 +194,7 @@ class RunView:
     _refused_at: int | None = None
     _pending_at: int | None = None  # the turn of the question waiting for the operator
     _score_headed: bool = False  # the score's heading is in the trace
+    _final_written: Score | None = None  # the last final score written to the trace
     _claim_events: dict[str, Event] = field(default_factory=dict)  # the last of each kind: what
     # claims are read from (the agent's submission and last message, the build)
 
@@ -391,10 +397,18 @@ class RunView:
                     self._score_headed = True
                     first = self._claims(ev)
                     claims = self.claims.contradicted if self.claims is not None else 0
-                    self._line("score", w.score_line(ev.score, claims=claims), style="strong")
+                    if not _only_review_added(self._final_written, ev.score):
+                        # the review score alone is said by the diagnostics' lines
+                        self._line("score", w.score_line(ev.score, claims=claims), style="strong")
+                    self._final_written = ev.score
                     if first and self.claims is not None and self.claims.flags:
                         # only what the results contradict: the report lists every claim
                         self._line("claims", claims_line(self.claims), style="error-strong")
+            case DiagnosticsMade():
+                self.diagnostics = ev.diagnostics
+                self.score_rev += 1
+                for text in diagnostics_lines(ev.diagnostics):
+                    self._line("diagnostics", text, style="muted")
             case RunFinished():
                 self._finished(ev)
 
@@ -572,3 +586,10 @@ class RunView:
         for stream, rest in list(self._partial.items()):
             self._partial_line(stream, rest)
         self._partial.clear()
+
+
+def _only_review_added(before: Score | None, now: Score) -> bool:
+    """`now` is `before` with its review score (made after the cases) and nothing else new."""
+    if before is None or now.review is None:
+        return False
+    return before.model_copy(update={"review": None}) == now.model_copy(update={"review": None})

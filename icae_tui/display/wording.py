@@ -434,7 +434,8 @@ def score_segments(score: Score | None, *, partial: bool = False, claims: int = 
     has counted (`Score.measured`): unknown is not zero. `partial`: the run ended without a
     score (cancelled, failed); what was measured is shown as partial, beside the "—".
     `claims`: how many of the agent's completion claims the results contradict
-    (claims.py), said right after macro so a narrow screen keeps it."""
+    (claims.py), said right after macro — and the review score's combined figure, once the
+    diagnostics made it — so a narrow screen keeps it."""
     if score is None:
         return [("score: " + UNKNOWN, "muted")]
     measured = score.measured and not partial
@@ -451,6 +452,9 @@ def score_segments(score: Score | None, *, partial: bool = False, claims: int = 
         of = f" of {score.scored} scored" if score.scored else ""
         segs.append((f" (partial {pct(score.overall)}{of})", "muted"))
     segs += [("  macro ", "muted"), (figure(score.macro), "strong")]
+    if (review := score.review) is not None:  # execution and review (evaluation/review.py)
+        combined = UNKNOWN if review.combined is None or partial else pct(review.combined)
+        segs += [("  combined ", "muted"), (combined, "strong")]
     if claims:
         segs.append((f"  ✘ {claims} claim{'s' if claims > 1 else ''} contradicted", "error-strong"))
     segs.append(("  │  ", "muted"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from textual_plotext import PlotextPlot
 
-from icae_tui.ui.screens.score_charts import ScoreChartsScreen
+from icae_tui.ui.screens.score_charts import ScoreChartsScreen, combined_text
 
 from .helpers import press_settled, replayed_to_end, still_console, until
 
@@ -33,6 +33,7 @@ async def test_the_charts_show_the_stored_runs_figures(catalog, history, utc):
         assert "ops" in drawn["by-pattern"] and "edge" in drawn["by-pattern"]
         assert "hidden" in drawn["by-tier"]
         assert "asked" in drawn["timeline"] and "answered" in drawn["timeline"]
+        assert not screen.query_one("#combined").display  # a run without diagnostics
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, ScoreChartsScreen))
 
@@ -42,3 +43,13 @@ def test_score_charts(snap_compare, catalog, history, utc, size):
         await _open(pilot)
 
     assert snap_compare(still_console(catalog, history), run_before=charts, terminal_size=size)
+
+
+def test_the_combined_line_says_its_formula_and_nothing_without_one():
+    review = {"execution": 0.6, "review": 0.5, "combined": 0.58,
+              "weights": {"execution": 0.8, "review": 0.2}, "components": {"signature": 0.5}}  # fmt: skip
+    assert combined_text(review) == (
+        "combined 58.0% = 0.8 × execution 60.0% + 0.2 × review 50.0% (the review: the mean of "
+        "signature)"
+    )
+    assert combined_text(None) == "" and combined_text({**review, "combined": None}) == ""

@@ -3,17 +3,19 @@ from the same figures (icae_tui/reports/summary.py): the pass rate per command p
 tier over the counted cases, the verdict distribution over every case, and the clarification
 timeline (when each question was asked and answered, seconds into the run). Drawn with
 textual-plotext; `g` on the run screen opens it, `r` redraws it from the run's events so far.
+Under them, once the diagnostics made it, the combined score and its formula.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid
 from textual.screen import Screen
+from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
 from icae_tui.domain.events import Event
@@ -39,6 +41,7 @@ class ScoreChartsScreen(Screen[None]):
     DEFAULT_CSS = """
     ScoreChartsScreen Grid { grid-size: 2 2; grid-gutter: 0 1; }
     ScoreChartsScreen PlotextPlot { border: round $panel; height: 1fr; }
+    ScoreChartsScreen #combined { height: auto; padding: 0 1; display: none; }
     """
     BINDINGS: ClassVar[list[BindingType]] = keyed(
         "charts",
@@ -60,6 +63,7 @@ class ScoreChartsScreen(Screen[None]):
             yield PlotextPlot(id="by-tier")
             yield PlotextPlot(id="verdicts")
             yield PlotextPlot(id="timeline")
+        yield Static(id="combined", markup=False)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -73,6 +77,10 @@ class ScoreChartsScreen(Screen[None]):
         self._tiers(summary)
         self._verdicts(summary)
         self._timeline(summary)
+        combined = self.query_one("#combined", Static)
+        text = combined_text(summary.review)
+        combined.update(text)
+        combined.display = bool(text)
 
     def _plot(self, widget_id: str, title: str) -> PlotextPlot:
         widget = self.query_one(f"#{widget_id}", PlotextPlot)
@@ -132,3 +140,18 @@ class ScoreChartsScreen(Screen[None]):
         else:
             widget.plt.title("no question asked")
         widget.refresh()
+
+
+def combined_text(review: dict[str, Any] | None) -> str:
+    """The combined score's line (evaluation/review.py), as the reports say it; "" without."""
+    if not review or review.get("combined") is None:
+        return ""
+    w = review.get("weights") or {}
+    parts = ", ".join(printable(str(k), limit=40) for k in review.get("components") or {})
+    return (f"combined {_pct_text(review['combined'])} = {w.get('execution', 0):g} × execution "
+            f"{_pct_text(review.get('execution'))} + {w.get('review', 0):g} × review "
+            f"{_pct_text(review.get('review'))} (the review: the mean of {parts or 'none'})")  # fmt: skip
+
+
+def _pct_text(rate: object) -> str:
+    return f"{100 * rate:.1f}%" if isinstance(rate, int | float) else "—"
