@@ -327,6 +327,14 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return run(args, store, Path(args.tasks) if args.tasks else None)
 
 
+def cmd_batch(args: argparse.Namespace) -> int:
+    from icae_tui.batch.command import run
+
+    if _agent_files(args) is None or not _engine_known(args):
+        return 2
+    return run(args)
+
+
 def cmd_reap(args: argparse.Namespace) -> int:
     from icae_tui.socket_folders import reap_ask_folders
 
@@ -653,6 +661,11 @@ def parser() -> argparse.ArgumentParser:
     runs = sub.add_parser("runs", help="stored runs: list (the default), show, export, compare, "
                           "rescore")  # fmt: skip
     add_runs_arguments(runs)  # its own (icae_tui/runs_command.py)
+    from icae_tui.batch.command import add_arguments as add_batch_arguments
+
+    batch = sub.add_parser("batch", help="many runs from a spec (tasks × agents × levels × "
+                           "repeats), resumable: --resume ID, --list, --show ID")  # fmt: skip
+    add_batch_arguments(batch)  # its own (icae_tui/batch/command.py)
     return p
 
 
@@ -720,6 +733,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         "agents": cmd_agents,
         "serve": cmd_serve,
         "replay": cmd_replay,
+        "batch": cmd_batch,
     }
     return handlers[args.command](args)
 

@@ -46,7 +46,14 @@ from icae_tui.domain.events import (
     ScoreUpdated,
 )
 from icae_tui.domain.results import CaseResult, Score
-from icae_tui.domain.states import ModelRole, Phase, ResponderMode, RunStatus, StopReason
+from icae_tui.domain.states import (
+    FailureKind,
+    ModelRole,
+    Phase,
+    ResponderMode,
+    RunStatus,
+    StopReason,
+)
 from icae_tui.domain.task import Level, Reference, ReviewWeights, Split, Task
 from icae_tui.errors import ConfigError, EngineLost, EngineUnavailable, InfraError, SandboxError
 from icae_tui.evaluation.critic import PROMPT_VERSION as CRITIC_PROMPT
@@ -141,6 +148,8 @@ class RunConfig:
     # does, once this process is gone or its day has passed).
     keep_delivery: bool = False
     engine: str = DEFAULT_ENGINE  # a sandbox backend, or an entry of the engines file
+    # sweep what dead runs left on the engine before starting; a batch sweeps once, itself
+    sweep: bool = True
 
     def __post_init__(self) -> None:
         """Options from any display are checked here, once, with the option's name."""
@@ -172,6 +181,8 @@ class RunOutcome:
     report_path: Path | None = None
     results: list[CaseResult] = field(default_factory=list)
     sides: Sides | None = None  # the images judged, when kept (RunConfig.keep_delivery)
+    failure: FailureKind | None = None  # a failed run's kind of failure (a batch retries
+    # infrastructure only)
 
 
 class Run:
@@ -301,7 +312,8 @@ class Run:
             if agent is None:
                 raise broken or AgentError(f"agent {cfg.agent!r}: not made")
             sandbox = await open_sandbox(cfg.engine)
-            await self._sweep(sandbox)
+            if cfg.sweep:
+                await self._sweep(sandbox)
             outcome = await self._phases(sandbox, agent)
         except asyncio.CancelledError:
             outcome = RunOutcome(
@@ -310,10 +322,12 @@ class Run:
             await asyncio.shield(self._finish(outcome))
             raise
         except (ConfigError, EngineUnavailable) as err:
-            outcome = RunOutcome(self.run_id, RunStatus.FAILED, None, str(err))
+            outcome = RunOutcome(self.run_id, RunStatus.FAILED, None, str(err),
+                                 failure=failure_kind(err))  # fmt: skip
         except Exception as err:
             message = await _explain_failure(err, self.log.phase, sandbox)
-            outcome = RunOutcome(self.run_id, RunStatus.FAILED, None, message)
+            outcome = RunOutcome(self.run_id, RunStatus.FAILED, None, message,
+                                 failure=failure_kind(err))  # fmt: skip
         finally:
             if sandbox is not None:
                 await self._remove_leftovers(sandbox)
@@ -360,13 +374,15 @@ class Run:
                 status=outcome.status,
                 score=outcome.score,
                 error=outcome.error,
+                failure=outcome.failure,
                 report_path=str(outcome.report_path),
             )
         )
         self.log.write_report()
         # no hidden or enhanced case counted: unknown, stored as such (history shows "—")
         overall = outcome.score.overall if outcome.score and outcome.score.measured else None
-        self.store.finish_run(self.run_id, outcome.status, time.time(), overall, outcome.error)
+        self.store.finish_run(self.run_id, outcome.status, time.time(), overall, outcome.error,
+                              outcome.failure)  # fmt: skip
 
     async def _phases(self, sandbox: Sandbox, agent: Agent) -> RunOutcome:
         task = self.config.task
@@ -708,6 +724,18 @@ def _box_limits(agent: Agent, task: Task) -> BoxLimits:
         memory_bytes=needs.memory_mb * 2**20 if needs.memory_mb else default.memory_bytes,
         pids=needs.pids or default.pids,
     )
+
+
+def failure_kind(err: BaseException) -> FailureKind:
+    """What kind of failure `err` is (errors.py's hierarchy): the agent's own entry, the
+    operator's input, the infrastructure, or else a bug of ours."""
+    if isinstance(err, AgentError):
+        return FailureKind.AGENT
+    if isinstance(err, ConfigError):
+        return FailureKind.CONFIG
+    if isinstance(err, InfraError):
+        return FailureKind.INFRASTRUCTURE
+    return FailureKind.INTERNAL
 
 
 async def _explain_failure(err: Exception, phase: str, sandbox: Sandbox | None) -> str:

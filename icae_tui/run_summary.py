@@ -61,6 +61,7 @@ class RunSummary:
     responder: str = ""
     status: str = "running"  # no RunFinished stored: still running, or cut short
     error: str = ""
+    failure: str | None = None  # a failed run's FailureKind
     build_ok: bool | None = None  # None: no build checked (yet)
     build_reason: str = ""
     score: Score | None = None
@@ -126,6 +127,7 @@ def summarize(run_id: str, events: Sequence[Event]) -> RunSummary:
                 s.refused = ev.count
             case RunFinished():
                 s.status, s.error, s.finished_at = str(ev.status), ev.error, ev.ts
+                s.failure = str(ev.failure) if ev.failure is not None else None
                 if ev.score is not None:
                     s.score = ev.score
     s.results.sort(key=lambda r: order.get(r.case_id, len(order)))  # planned, not finished

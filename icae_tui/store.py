@@ -64,11 +64,12 @@ class RunRow:
     error: str
     repeat_group: str | None = None  # `icae run --repeats N`: the group, and 1..N in it
     repeat_index: int | None = None
+    failure: str | None = None  # a failed run's FailureKind
 
 
 ROW_COLUMNS = (
     "run_id, task_id, agent, level, responder, status, started_at, finished_at, overall, error,"
-    " repeat_group, repeat_index"
+    " repeat_group, repeat_index, failure"
 )
 
 
@@ -97,6 +98,7 @@ class RunStore:
             ("owner_host", "TEXT"),
             ("repeat_group", "TEXT"),  # `icae run --repeats N`: the runs of one pairing
             ("repeat_index", "INTEGER"),  # 1..N within its group
+            ("failure", "TEXT"),  # a failed run's FailureKind (a batch retries infrastructure)
         ):
             if name not in columns:
                 self.db.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
@@ -158,11 +160,13 @@ class RunStore:
         return [run_id for (run_id,) in rows]
 
     def finish_run(
-        self, run_id: str, status: str, finished_at: float, overall: float | None, error: str = ""
-    ) -> None:
+        self, run_id: str, status: str, finished_at: float, overall: float | None,
+        error: str = "", failure: str | None = None,
+    ) -> None:  # fmt: skip
         self.db.execute(
-            "UPDATE runs SET status=?, finished_at=?, overall=?, error=? WHERE run_id=?",
-            (status, finished_at, overall, error, run_id),
+            "UPDATE runs SET status=?, finished_at=?, overall=?, error=?, failure=?"
+            " WHERE run_id=?",
+            (status, finished_at, overall, error, failure, run_id),
         )
 
     def add_finished_run(self, row: RunRow, events: Iterable[Event]) -> None:

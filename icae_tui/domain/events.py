@@ -16,6 +16,7 @@ from icae_tui.domain.diagnostics import Diagnostics
 from icae_tui.domain.results import LADDER_METRICS, CaseResult, MetricSpec, Score
 from icae_tui.domain.states import (
     AnsweredBy,
+    FailureKind,
     ModelRole,
     Phase,
     ResponderMode,
@@ -303,6 +304,7 @@ class RunFinished(Event):
     status: RunStatus
     score: Score | None = None
     error: str = ""
+    failure: FailureKind | None = None  # a failed run's: what kind of failure (None: not failed)
     report_path: str = ""
 
 

@@ -25,6 +25,16 @@ class RunStatus(StrEnum):
     INTERRUPTED = "interrupted"  # its owner process died; closed by the next start or reap
 
 
+class FailureKind(StrEnum):
+    """Why a run failed, so a batch knows what to retry: infrastructure is retried, the
+    others are results (the agent's, the operator's input, or a bug of ours, said loudly)."""
+
+    INFRASTRUCTURE = "infrastructure"  # the engine, a box, an image build, a model endpoint
+    AGENT = "agent"  # the agent could not be made (its entry, its readiness)
+    CONFIG = "config"  # a task, an option or a file the operator gave is wrong
+    INTERNAL = "internal"  # a bug of ours
+
+
 class ResponderMode(StrEnum):
     """Who answers the agent's questions right now; the operator switches at any moment."""
 

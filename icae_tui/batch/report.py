@@ -1,0 +1,145 @@
+"""A batch's report, from the store alone: every item's state and the kind of its outcome,
+and per pairing (task × agent × level × responder) each figure's mean and spread over its
+repeats (repeats.py's formulas: mean, sample sd, min–max, 95 % t-interval). Run ids and
+times are kept apart (`runs`), so two batches of the same spec — one resumed after a
+`kill -9`, one not — give the same `pairings`, `states` and `outcomes`.
+
+An item's outcome kind:
+- `scored`: a completed run whose delivery built;
+- `delivery`: a completed run whose delivery did not build or was missing (scored 0);
+- `agent`: the agent failed — its entry could not be made, or it stopped on its own error
+  (`agent_error`, `box_died`); a completed run of it is still scored;
+- `infrastructure`: the engine, a box, an image build or a model endpoint, after every
+  attempt; `config` and `internal`: the operator's input, a bug of ours;
+- `pending` / `running`: not done yet.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from enum import StrEnum
+from typing import Any
+
+from icae_tui.batch.plan import BatchItem, ItemProgress, ItemState
+from icae_tui.batch.store import BatchRow, BatchStore
+from icae_tui.domain.events import AgentStopped, Event
+from icae_tui.domain.states import FailureKind, RunStatus, StopReason
+from icae_tui.repeats import Repeat, summary
+from icae_tui.reports.text import md
+from icae_tui.run_summary import summarize
+
+REPORT_VERSION = 1
+AGENT_STOPS = frozenset({StopReason.AGENT_ERROR, StopReason.BOX_DIED})
+
+
+class OutcomeKind(StrEnum):
+    SCORED = "scored"
+    DELIVERY = "delivery"
+    AGENT = "agent"
+    INFRASTRUCTURE = "infrastructure"
+    CONFIG = "config"
+    INTERNAL = "internal"
+    PENDING = "pending"
+    RUNNING = "running"
+
+
+def outcome_kind(progress: ItemProgress, events: list[Event]) -> OutcomeKind:
+    """The kind of an item's outcome (the module docstring), from its latest run's events."""
+    if progress.state is ItemState.PENDING:
+        return OutcomeKind.PENDING
+    if progress.state is ItemState.RUNNING:
+        return OutcomeKind.RUNNING
+    s = summarize(progress.run_id or "", events)
+    if s.status != RunStatus.COMPLETED:
+        failure = FailureKind(s.failure) if s.failure else FailureKind.INTERNAL
+        return OutcomeKind(failure.value)
+    if any(isinstance(ev, AgentStopped) and ev.reason in AGENT_STOPS for ev in events):
+        return OutcomeKind.AGENT
+    if s.build_ok is False:
+        return OutcomeKind.DELIVERY
+    return OutcomeKind.SCORED
+
+
+def batch_report(
+    batches: BatchStore, row: BatchRow, progress: dict[str, ItemProgress]
+) -> dict[str, Any]:
+    items = batches.items(row.batch_id)
+    runs: list[dict[str, Any]] = []
+    kinds: Counter[str] = Counter()
+    by_pairing: dict[tuple[str, str, str, str], list[tuple[BatchItem, Repeat]]] = {}
+    for item in items:
+        p = progress[item.key]
+        events = batches.runs.events(p.run_id) if p.run_id else []
+        kind = outcome_kind(p, events)
+        kinds[kind] += 1
+        s = summarize(p.run_id or "", events) if p.run_id else None
+        score = s.score if s is not None and s.status == RunStatus.COMPLETED else None
+        by_pairing.setdefault(item.pairing, []).append(
+            (item, Repeat(p.run_id or "", s.status if s is not None else "pending", score))
+        )
+        runs.append({"item": item.key, "state": str(p.state), "outcome": str(kind),
+                     "attempts": p.attempts, "run_id": p.run_id})  # fmt: skip
+    pairings = []
+    for (task, agent, level, responder), members in by_pairing.items():
+        group = summary(f"{task} × {agent}", [r for _, r in members])
+        pairings.append({
+            "task": task, "agent": agent, "level": level, "responder": responder,
+            "repeats": group["repeats"], "measured": group["measured"],
+            "figures": group["figures"],
+        })  # fmt: skip
+    states = Counter(str(progress[it.key].state) for it in items)
+    return {
+        "report_version": REPORT_VERSION,
+        "batch_id": row.batch_id,
+        "name": row.spec.name,
+        "status": str(row.status),
+        "spec": row.spec.model_dump(mode="json"),
+        "items": len(items),
+        "states": dict(sorted(states.items())),
+        "outcomes": dict(sorted(kinds.items())),
+        "pairings": pairings,
+        "runs": runs,
+    }
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f}%"
+
+
+def _overall(p: dict[str, Any]) -> str:
+    f = p["figures"].get("overall")
+    if f is None:
+        return "—"
+    sd = "" if f["sd"] is None else f" ± {100 * f['sd']:.1f}"
+    return f"{_pct(f['mean'])}{sd} (n={f['n']})"
+
+
+def report_lines(report: dict[str, Any]) -> list[str]:
+    """The report in the terminal: its counts, then a line per pairing."""
+    counts = ", ".join(f"{n} {k}" for k, n in report["outcomes"].items())
+    lines = [
+        f"━━ batch {report['batch_id']} {report['status']}: {report['items']} run(s) · {counts}"
+    ]
+    width = max((len(f"{p['task']} × {p['agent']}") for p in report["pairings"]), default=0)
+    for p in report["pairings"]:
+        name = f"{p['task']} × {p['agent']}"
+        lines.append(
+            f"   {name:<{width}}  {p['level']:<6} {p['responder']:<9} overall {_overall(p)}"
+        )
+    return lines
+
+
+def report_markdown(report: dict[str, Any]) -> str:
+    name = f" — {report['name']}" if report["name"] else ""
+    out = [f"# Batch `{report['batch_id']}`{md(name)}", "",
+           f"{report['items']} runs, {report['status']}. Outcomes: "
+           + ", ".join(f"{k} {n}" for k, n in report["outcomes"].items()) + ".", "",
+           "Overall per pairing: the mean over its completed repeats ± the sample standard "
+           "deviation in points (n: repeats measured).", "",
+           "| task | agent | level | responder | overall | macro |",
+           "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    for p in report["pairings"]:
+        macro = p["figures"].get("macro")
+        out.append(f"| {md(p['task'])} | {md(p['agent'])} | {p['level']} | {p['responder']} | "
+                   f"{_overall(p)} | {_pct(macro['mean']) if macro else '—'} |")  # fmt: skip
+    return "\n".join(out) + "\n"
