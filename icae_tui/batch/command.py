@@ -33,7 +33,7 @@ from icae_tui.batch.spec import (
     match_tasks,
 )
 from icae_tui.batch.store import BatchRow, BatchStatus, BatchStore
-from icae_tui.catalog import load_catalog, load_failure
+from icae_tui.catalog import default_tasks_dir, load_catalog, load_failure
 from icae_tui.domain.states import ResponderMode
 from icae_tui.domain.task import Level, Task
 from icae_tui.safe_text import printable
@@ -173,6 +173,10 @@ def _execute(args: argparse.Namespace, batches: BatchStore) -> int:
         batches.claim(batch_id)
     else:
         spec = spec_from_args(args)
+        # stored with the batch, so --resume finds the same tasks on the same engine
+        folder = Path(spec.tasks_dir or args.tasks or default_tasks_dir()).resolve()
+        spec = spec.model_copy(update={"tasks_dir": str(folder),
+                                       "engine": spec.engine or args.engine})  # fmt: skip
         tasks = _tasks(spec, args, None)
         items = expand(spec, list(tasks))
         _check(items, tasks, agent_files)
