@@ -22,6 +22,7 @@ from icae_tui.store import RunStore, default_home
 if TYPE_CHECKING:
     from icae_tui.agents.config import AgentConfig
     from icae_tui.domain.events import Event
+    from icae_tui.model_endpoints import EndpointRole
     from icae_tui.run import RunConfig
     from icae_tui.sandbox.base import Sandbox
     from icae_tui.users.model_user import ModelConfig
@@ -229,9 +230,49 @@ def _model_config(
     )
 
 
+def _flag_model(args: argparse.Namespace, role: EndpointRole) -> ModelConfig | None | bool:
+    """The role's endpoint from its `--<role>-model` flags: None when not asked for, False
+    after a line on stderr."""
+    model = getattr(args, f"{role}_model")
+    config = _model_config(model, getattr(args, f"{role}_base_url"),
+                           getattr(args, f"{role}_api_key_env"), role)  # fmt: skip
+    return False if model and config is None else config
+
+
+def _role_models(
+    args: argparse.Namespace, agent_files: list[Path]
+) -> dict[EndpointRole, ModelConfig | None] | None:
+    """The user's, the judge's and the critic's endpoints (None: that role has no model),
+    each from its `--<role>-endpoint` entry or its `--<role>-model` flags; None after one
+    line on stderr."""
+    from icae_tui.agents.registry import configured_agents
+    from icae_tui.model_endpoints import EndpointRole, both_named, endpoint_config
+
+    names = {role: getattr(args, f"{role}_endpoint") for role in EndpointRole}
+    agents = configured_agents(agent_files) if any(names.values()) else None
+    models: dict[EndpointRole, ModelConfig | None] = {}
+    for role, name in names.items():
+        got: ModelConfig | None | bool | str
+        if name is None:
+            got = _flag_model(args, role)
+        elif flags := [f"--{role}-{flag}" for flag in ("model", "base-url")
+                       if getattr(args, f"{role}_{flag.replace('-', '_')}")]:  # fmt: skip
+            got = both_named(role, flags)
+        else:
+            assert agents is not None
+            got = endpoint_config(role, name, agents, os.environ)
+        if isinstance(got, str):
+            print(f"error: {printable(got, limit=500)}", file=sys.stderr)
+        if isinstance(got, str | bool):
+            return None
+        models[role] = got
+    return models
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from icae_tui.agents.registry import check_agent
     from icae_tui.headless import run_headless
+    from icae_tui.model_endpoints import EndpointRole
     from icae_tui.run import RunConfig
     from icae_tui.runs_command import write_run_report
 
@@ -251,16 +292,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if why := check_agent(args.agent, task, agent_files):
         print(f"error: {printable(why, limit=500)}", file=sys.stderr)
         return 2
-    user_model = _model_config(args.user_model, args.user_base_url, args.user_api_key_env, "user")
-    judge_model = _model_config(
-        args.judge_model, args.judge_base_url, args.judge_api_key_env, "judge"
-    )
-    critic_model = _model_config(
-        args.critic_model, args.critic_base_url, args.critic_api_key_env, "critic"
-    )
-    named = ((args.user_model, user_model), (args.judge_model, judge_model),
-             (args.critic_model, critic_model))  # fmt: skip
-    if any(name and config is None for name, config in named):
+    if (models := _role_models(args, agent_files)) is None:
         return 2
     store = RunStore(Path(args.home) / "runs.db" if args.home else None)
     config = RunConfig(
@@ -268,9 +300,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         agent=args.agent,
         level=Level(args.level),
         responder=args.responder,
-        user_model=user_model,
-        judge_model=judge_model,
-        critic_model=critic_model,
+        user_model=models[EndpointRole.USER],
+        judge_model=models[EndpointRole.JUDGE],
+        critic_model=models[EndpointRole.CRITIC],
         review_weights=args.review_weights,
         diagnostics=not args.no_diagnostics,
         budget=args.budget,
@@ -323,8 +355,10 @@ def _run_repeats(args: argparse.Namespace, config: RunConfig, store: RunStore) -
 def cmd_runs(args: argparse.Namespace) -> int:
     from icae_tui.runs_command import run
 
+    if (agent_files := _agent_files(args)) is None:  # rescore's --judge-endpoint reads them
+        return 2
     store = RunStore(Path(args.home) / "runs.db" if args.home else None)
-    return run(args, store, Path(args.tasks) if args.tasks else None)
+    return run(args, store, Path(args.tasks) if args.tasks else None, agent_files)
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
@@ -376,10 +410,47 @@ def _in_tasks(task_ids: list[str], total: int) -> str:
     return f"in {', '.join(task_ids[:TASKS_NAMED])}" + (f" and {more} more" if more > 0 else "")
 
 
+Row = tuple[str, str, list[str]]  # a listing's row: its name, its state, the lines under it
+
+
+def _print_rows(head: str, rows: list[Row]) -> None:
+    """A listing's rows under `head` and STATE, names cut to fit LISTING_WIDTH."""
+    state_width = max((len(state) for _, state, _ in rows), default=0)
+    width = min(max((len(name) for name, _, _ in rows), default=0),
+                LISTING_WIDTH - 2 - state_width)  # fmt: skip
+    width = max(width, len(head))
+    print(f"{head:<{width}}  STATE")
+    for name, state, under in rows:
+        shown = name if len(name) <= width else name[: width - 1] + "…"
+        print(f"{shown:<{width}}  {state}")
+        for line in under:
+            print("\n".join(_under_row(line)))
+
+
+def _model_rows(config: AgentConfig) -> list[Row]:
+    """The `[models.<name>]` entries, as the agents' rows are."""
+    from icae_tui.agents.config import what_to_set
+
+    rows: list[Row] = []
+    for entry in config.models.values():
+        s = entry.settings
+        under = [f"{s.model} @ {s.base_url or '(no endpoint)'} · timeout {s.timeout_s:g} s",
+                 f"from {entry.where}"]  # fmt: skip
+        if fix := what_to_set(entry, os.environ):
+            under.append(f"to use it: {fix}")
+        rows.append((printable(entry.name), str(entry.state(os.environ)), under))
+    return rows
+
+
+MODELS_HEAD = ("model endpoints, for icae run --user-endpoint / --judge-endpoint / "
+               "--critic-endpoint NAME and icae runs rescore --judge-endpoint NAME:")  # fmt: skip
+
+
 def cmd_agents(args: argparse.Namespace) -> int:
     """Every agent, a row each (its `kind:name` and state) with what it is under it and,
     when it is not ready, what to set: the tasks' scripted agents, then the configured ones;
-    the agents files' errors on stderr. A listing exits 0 whatever the states; with
+    then the model endpoints (`[models.<name>]`), the same way; the agents files' errors on
+    stderr. A listing exits 0 whatever the states; with
     `--check [AGENT]` it exits 1 unless AGENT (with none named: a configured agent) is
     ready, 2 when AGENT names no agent."""
     from icae_tui.agents.config import CommandAgentConfig, what_to_set
@@ -391,7 +462,7 @@ def cmd_agents(args: argparse.Namespace) -> int:
     catalog = _catalog(args)
     scripted = scripted_agents(catalog.cards.values())
     config = configured_agents(agent_files)
-    rows: list[tuple[str, str, list[str]]] = []  # (kind:name, state, the lines under it)
+    rows: list[Row] = []
     played = agent_kinds()["scripted"].summary
     for spec, task_ids in scripted.items():
         rows.append((spec, "ready", [f"{played} · {_in_tasks(task_ids, len(catalog.tasks))}"]))
@@ -404,16 +475,11 @@ def cmd_agents(args: argparse.Namespace) -> int:
         if fix := what_to_set(entry, os.environ):
             under.append(f"to run it: {fix}")
         rows.append((printable(entry.spec), str(entry.state(os.environ)), under))
-    state_width = max((len(state) for _, state, _ in rows), default=0)
-    width = min(max((len(spec) for spec, _, _ in rows), default=0),
-                LISTING_WIDTH - 2 - state_width)  # fmt: skip
-    width = max(width, len("AGENT"))
-    print(f"{'AGENT':<{width}}  STATE")
-    for spec, state, under in rows:
-        shown = spec if len(spec) <= width else spec[: width - 1] + "…"
-        print(f"{shown:<{width}}  {state}")
-        for line in under:
-            print("\n".join(_under_row(line)))
+    _print_rows("AGENT", rows)
+    if models := _model_rows(config):
+        print()
+        print("\n".join(textwrap.wrap(MODELS_HEAD, LISTING_WIDTH, break_on_hyphens=False)))
+        _print_rows("MODEL", models)
     if not catalog.tasks:
         why = f": {printable(str(catalog.errors[0]))}" if catalog.errors else ""
         print(f"no scripted agents: no task loaded{why} (see `icae tasks`)", file=sys.stderr)
@@ -612,6 +678,12 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--critic-base-url", help="OpenAI-compatible endpoint for --critic-model")
     run.add_argument("--critic-api-key-env", default="OPENAI_API_KEY",
                      help="environment variable holding the critic endpoint's key")  # fmt: skip
+    from icae_tui.model_endpoints import EndpointRole
+
+    for role in EndpointRole:
+        run.add_argument(f"--{role}-endpoint", metavar="NAME",
+                         help=f"the {role}'s endpoint from a [models.NAME] entry of the agents "
+                         f"files, instead of the --{role}-model flags")  # fmt: skip
     run.add_argument("--review-weights", type=review_weights, default=None, metavar="E,R",
                      help="execution and review weights of the combined score (default: the "
                      "task's [review] weights, else 0.8,0.2)")  # fmt: skip

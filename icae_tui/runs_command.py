@@ -12,7 +12,7 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from icae_tui.domain.events import Event
     from icae_tui.domain.task import ReviewWeights
     from icae_tui.rescore import Rescored
+    from icae_tui.users.model_user import ModelConfig
 
 ACTIONS = ("list", "show", "export", "compare", "rescore")
 # --format's names; the report module's own (ReportFormat) beside them are accepted too
@@ -107,11 +108,17 @@ def add_arguments(runs: argparse.ArgumentParser) -> None:
                          "cached answers only; a pair with neither is not measured)")  # fmt: skip
     rescore.add_argument("--judge-api-key-env", default="OPENAI_API_KEY", metavar="VAR",
                          help="environment variable holding the judge endpoint's key")  # fmt: skip
+    rescore.add_argument("--judge-endpoint", metavar="NAME",
+                         help="the judge's model and endpoint from a [models.NAME] entry of the "
+                         "agents files, instead of --judge-model and --judge-base-url")  # fmt: skip
     rescore.add_argument("--review-weights", type=review_weights, default=None, metavar="E,R",
                          help="the stored review score weighted again: execution, review")  # fmt: skip
 
 
-def run(args: argparse.Namespace, store: RunStore, tasks_dir: Path | None) -> int:
+def run(
+    args: argparse.Namespace, store: RunStore, tasks_dir: Path | None,
+    agent_files: Sequence[Path] = (),
+) -> int:  # fmt: skip
     action = args.runs_command
     if action is None and (args.export is not None or args.trajectory):
         action = "legacy-export"
@@ -122,7 +129,7 @@ def run(args: argparse.Namespace, store: RunStore, tasks_dir: Path | None) -> in
         "show": lambda: _show(args, store),
         "export": lambda: _export(args, store),
         "compare": lambda: _compare(args, store),
-        "rescore": lambda: _rescore(args, store, tasks_dir),
+        "rescore": lambda: _rescore(args, store, tasks_dir, agent_files),
     }
     try:
         return handlers[action or "list"]()
@@ -387,13 +394,44 @@ def review_weights(text: str) -> ReviewWeights:
         ) from err
 
 
-async def _judge_again(
-    result: Rescored, args: argparse.Namespace, store: RunStore, run_id: str
-) -> Rescored:
-    """SM judged again from the stored outputs: the run's recorded judge answers, the judge
-    cache, then the endpoint (when one is given)."""
+def _judge(
+    args: argparse.Namespace, agent_files: Sequence[Path]
+) -> tuple[str, ModelConfig | None] | None:
+    """The judge to ask again: its model and its endpoint (None: recorded and cached answers
+    only), from `--judge-endpoint`'s entry or the `--judge-model` flags; None when neither
+    is given."""
     import os
 
+    from icae_tui.agents.registry import configured_agents
+    from icae_tui.model_endpoints import EndpointRole, both_named, endpoint_config
+    from icae_tui.users.model_user import ModelConfig
+
+    if args.judge_endpoint is None:
+        if not args.judge_model:
+            return None
+        if not args.judge_base_url:
+            return args.judge_model, None
+        key = os.environ.get(args.judge_api_key_env) or "not-needed"
+        return args.judge_model, ModelConfig(args.judge_model, args.judge_base_url, api_key=key)
+    if flags := [f for f, v in (("--judge-model", args.judge_model),
+                                ("--judge-base-url", args.judge_base_url)) if v]:  # fmt: skip
+        raise RunsError(both_named(EndpointRole.JUDGE, flags))
+    found = endpoint_config(
+        EndpointRole.JUDGE, args.judge_endpoint, configured_agents(agent_files), os.environ
+    )
+    if isinstance(found, str):
+        raise RunsError(printable(found, limit=500))
+    # outside a run there is no gateway to read the key: the client is given the key itself
+    key = os.environ.get(found.api_key_env or "") or "not-needed"
+    return found.model, replace(found, api_key=key, api_key_env=None)
+
+
+async def _judge_again(
+    result: Rescored, judge_model: str, endpoint: ModelConfig | None, store: RunStore,
+    run_id: str,
+) -> Rescored:  # fmt: skip
+    """SM judged again from the stored outputs: the run's recorded judge answers, the judge
+    cache, then the endpoint (when one is given)."""
     from icae_tui.evaluation.semantic import (
         JUDGE_CACHE_FILE,
         JudgeCache,
@@ -403,36 +441,35 @@ async def _judge_again(
     from icae_tui.gateway import load_calls
     from icae_tui.rescore import judged_again
     from icae_tui.store import MODEL_CALLS_FILE
-    from icae_tui.users.model_user import DirectChat, ModelConfig
+    from icae_tui.users.model_user import DirectChat
 
     path = store.artifacts_dir / run_id / MODEL_CALLS_FILE
     try:
         calls = load_calls(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         calls = []  # no recording (or none readable): the cache and the endpoint
-    endpoint = None
-    if args.judge_base_url:
-        key = os.environ.get(args.judge_api_key_env) or "not-needed"
-        config = ModelConfig(model=args.judge_model, base_url=args.judge_base_url, api_key=key)
-        endpoint = DirectChat(config)
-    chat = RecordedChat(calls, fallback=endpoint)
+    chat = RecordedChat(calls, fallback=DirectChat(endpoint) if endpoint else None)
     cache = JudgeCache(store.path.parent / JUDGE_CACHE_FILE)
     try:
-        judge = SemanticJudge(chat, args.judge_model, cache)
+        judge = SemanticJudge(chat, judge_model, cache)
         again = await judged_again(result, judge)
     finally:
         cache.close()
-    print(f"SM judge {printable(args.judge_model)}: {judge.asked} pair(s) not in the cache, "
+    print(f"SM judge {printable(judge_model)}: {judge.asked} pair(s) not in the cache, "
           f"{chat.replayed} answered from the run's recording, "
           f"{len(judge.failures)} not measured")  # fmt: skip
     return again
 
 
-def _rescore(args: argparse.Namespace, store: RunStore, tasks_dir: Path | None) -> int:
+def _rescore(
+    args: argparse.Namespace, store: RunStore, tasks_dir: Path | None,
+    agent_files: Sequence[Path],
+) -> int:  # fmt: skip
     from icae_tui.rescore import rescore, rescored_events, review_again
     from icae_tui.run import new_run_id
     from icae_tui.runs_compare import delta_lines, score_deltas
 
+    judge = _judge(args, agent_files)  # the options first: a wrong entry is one line
     events = _events(store, args.run)
     row = store.run(args.run)
     assert row is not None  # it has events
@@ -444,12 +481,12 @@ def _rescore(args: argparse.Namespace, store: RunStore, tasks_dir: Path | None) 
         )
     if args.save and row.status == RunStatus.RUNNING:
         raise RunsError(f"run {row.run_id} is still running: nothing final to re-score")
-    if args.save and (args.judge_model or args.review_weights):
-        raise RunsError("--save keeps a re-scored τ only: leave out --judge-model and "
-                        "--review-weights to save")  # fmt: skip
+    if args.save and (args.judge_model or args.judge_endpoint or args.review_weights):
+        raise RunsError("--save keeps a re-scored τ only: leave out --judge-model, "
+                        "--judge-endpoint and --review-weights to save")  # fmt: skip
     result = rescore(events, tau)
-    if args.judge_model:
-        result = asyncio.run(_judge_again(result, args, store, row.run_id))
+    if judge is not None:
+        result = asyncio.run(_judge_again(result, *judge, store, row.run_id))
     review_line = ""
     if args.review_weights is not None:
         before = result.new_score.review

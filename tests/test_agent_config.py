@@ -366,10 +366,11 @@ def test_scripted_specs_work_as_before_and_configured_agents_are_listed(
 
 def agents_listing(capsys, *argv: str, status: int = 0) -> tuple[dict[str, list[str]], str]:
     """`icae agents` on the fixture tasks: each agent's row and the lines under it (each
-    wrapped line joined to the one it continues), by agent; and stderr."""
+    wrapped line joined to the one it continues), by agent; and stderr. The model endpoints'
+    section, after a blank line, is tests/test_model_entries.py's."""
     assert main(["--tasks", str(FIXTURE_TASKS), *argv]) == status
     out, err = capsys.readouterr()
-    lines = out.splitlines()
+    lines = out.split("\n\n")[0].splitlines()
     assert lines[0].split() == ["AGENT", "STATE"]
     blocks: dict[str, list[str]] = {}
     for line in lines[1:]:

@@ -9,6 +9,7 @@ import asyncio
 import json
 import os
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -116,14 +117,15 @@ async def test_a_stored_run_re_scores_with_its_recorded_judge_and_no_endpoint(
     assert _sm(store, replay.run_id) == _sm(store, recorded.run_id)
 
 
-def _rescore(store: RunStore, *argv: str) -> tuple[int, str]:
+def _rescore(store: RunStore, *argv: str, agents: Path | None = None) -> tuple[int, str]:
     import contextlib
     import io
 
     out = io.StringIO()
     tasks = FIXTURE_TASKS if store.run(argv[0]).task_id == "mini" else BUNDLED_TASKS
+    files = ["--agents", str(agents)] if agents else []
     with contextlib.redirect_stdout(out):
-        code = main(["--home", str(store.path.parent), "--tasks", str(tasks),
+        code = main(["--home", str(store.path.parent), "--tasks", str(tasks), *files,
                      "runs", "rescore", *argv])  # fmt: skip
     return code, out.getvalue()
 
@@ -149,6 +151,58 @@ async def test_runs_rescore_judges_sm_again_from_the_stored_outputs(fixture_cata
         assert code == 0, out
         assert len(other.requests) == 2 and "0 answered from the run's recording" in out
     assert _sm_line(out).split()[1:3] == ["80.0%", "40.0%"]  # 4 of 5 measured → 2 of 5
+
+
+def _judge_entry(tmp_path, base_url: str, model: str = "judge-1"):
+    """An agents file with `[models.j]`: the judge's endpoint, named by --judge-endpoint j."""
+    path = tmp_path / "models.toml"
+    path.write_text(f'[models.j]\nmodel = "{model}"\nbase_url = "{base_url}"\n')
+    return path
+
+
+def _icae(store: RunStore, *argv: str) -> int:
+    return main(["--home", str(store.path.parent), "--tasks", str(FIXTURE_TASKS), *argv])
+
+
+async def test_icae_run_judge_endpoint_reaches_the_judge_as_the_flags_do(
+    fixture_catalog, store, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))  # no user agents file
+    async with serve(_same) as stub:
+        agents = _judge_entry(tmp_path, stub.base_url)
+        code = await asyncio.to_thread(
+            _icae, store, "--agents", str(agents), "--engine", "processes", "--pace", "0",
+            "run", "--task", "mini", "--agent", "scripted:partial", "--judge-endpoint", "j",
+        )  # fmt: skip
+        assert code == 0
+        assert len(stub.requests) == 2 and {r["model"] for r in stub.requests} == {"judge-1"}
+    [row] = store.runs()
+    sm = _sm(store, row.run_id)  # the same judgement as the flags' run above
+    assert {c for c, v in sm.items() if v == 1.0} == ASKED | {
+        "hidden/ops#1", "enhanced/edge#0", "public/upper#0"
+    }  # fmt: skip
+    assert sm["hidden/ops#2"] == 0.0
+    calls = [e for e in store.events(row.run_id) if isinstance(e, ModelCallMade)]
+    assert [(c.role, c.model) for c in calls] == [(ModelRole.JUDGE, "judge-1")] * 2
+
+
+async def test_runs_rescore_judge_endpoint_asks_the_entry_s_endpoint(
+    fixture_catalog, store, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))  # no user agents file
+    async with serve(_same) as stub:
+        recorded = Run(_config(fixture_catalog.tasks["mini"], stub.base_url), store)
+        await recorded.execute()
+    (store.path.parent / JUDGE_CACHE_FILE).unlink()
+    async with serve(lambda body: json.dumps({"same": False, "why": "differs"})) as other:
+        agents = _judge_entry(tmp_path, other.base_url, model="judge-2")
+        code, out = await asyncio.to_thread(
+            _rescore, store, recorded.run_id, "--judge-endpoint", "j", agents=agents
+        )
+        assert code == 0, out
+        assert len(other.requests) == 2 and "0 answered from the run's recording" in out
+    assert "SM judge judge-2:" in out
+    assert _sm_line(out).split()[1:3] == ["80.0%", "40.0%"]  # as with --judge-base-url
 
 
 def _sm_line(out: str) -> str:

@@ -1,4 +1,6 @@
-"""Configured agents: `[agents.<name>]` entries in TOML files, validated with pydantic.
+"""Configured agents: `[agents.<name>]` entries in TOML files, validated with pydantic; and
+the run's own model endpoints (the simulated user's, the SM judge's, the critic's):
+`[models.<name>]` entries in the same files, named by `--judge-endpoint NAME` and friends.
 
 Files, in order (a later file's entry replaces an earlier entry of the same name, whole):
 the defaults shipped with the package (`defaults.toml` next to this module), the user's
@@ -32,7 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -56,6 +58,13 @@ class TraceParser(StrEnum):
     CODEX_JSON = "codex-json"
     MINI_SWE_AGENT = "mini-swe-agent"
     AIDER = "aider"
+
+
+class Section(StrEnum):
+    """The tables an agents file may hold."""
+
+    AGENTS = "agents"
+    MODELS = "models"
 
 
 class AgentState(StrEnum):
@@ -83,15 +92,34 @@ def _env_name(value: str) -> str:
 EnvName = Annotated[str, Field(strict=True), AfterValidator(_env_name)]
 
 
-class EndpointConfig(BaseModel):
-    """The upstream model endpoint of an agent: every call goes through the run's gateway,
-    which forces `model`, adds the key read from `api_key_env` and counts the cost."""
+class ModelEndpoint(BaseModel):
+    """A model behind an endpoint: what agents and `[models.<name>]` entries share."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: NonEmpty
     base_url: Annotated[str, Field(strict=True, pattern=r"^https?://\S+$")] | None = None
     api_key_env: EnvName | None = None
+
+    def endpoint_state(self, environ: Mapping[str, str]) -> AgentState:
+        if self.base_url is None:
+            return AgentState.NEEDS_ENDPOINT
+        if self.api_key_env is not None and not environ.get(self.api_key_env):
+            return AgentState.MISSING_KEY
+        return AgentState.READY
+
+
+class ModelEntrySettings(ModelEndpoint):
+    """A `[models.<name>]` entry: an endpoint for the run's own model roles (user, judge,
+    critic), which call it through the run's gateway, as agents do."""
+
+    timeout_s: Annotated[float, Field(strict=True, gt=0)] = 60.0
+
+
+class EndpointConfig(ModelEndpoint):
+    """The upstream model endpoint of an agent: every call goes through the run's gateway,
+    which forces `model`, adds the key read from `api_key_env` and counts the cost."""
+
     wire_api: WireApi = WireApi.CHAT  # what the upstream speaks
     # prices in USD per million tokens: the cost of each call, and what max_cost_usd counts
     price_in_per_mtok: Price | None = None
@@ -108,13 +136,6 @@ class EndpointConfig(BaseModel):
                 "(USD per million tokens) to count the cost"
             )
         return self
-
-    def endpoint_state(self, environ: Mapping[str, str]) -> AgentState:
-        if self.base_url is None:
-            return AgentState.NEEDS_ENDPOINT
-        if self.api_key_env is not None and not environ.get(self.api_key_env):
-            return AgentState.MISSING_KEY
-        return AgentState.READY
 
 
 def model_need(config: EndpointConfig) -> ModelNeed:
@@ -166,14 +187,38 @@ _MODELS: dict[str, type[BaseModel]] = {
 }
 
 
-@dataclass(frozen=True)
-class AgentEntry:
-    """One configured agent and where it was declared."""
+Settings = TypeVar("Settings", bound=ModelEndpoint)
 
+
+@dataclass(frozen=True)
+class Declared(Generic[Settings]):
+    """An entry of an agents file and where it was declared: what an agent's entry and a
+    model entry share (its table, and whether it is ready: its endpoint's state)."""
+
+    SECTION: ClassVar[Section]
     name: str
-    settings: AgentSettings
+    settings: Settings
     source: Path
     line: int | None
+
+    @property
+    def where(self) -> str:
+        """`file:line` of its declaration (the file alone when the line is unknown)."""
+        return str(self.source) if self.line is None else f"{self.source}:{self.line}"
+
+    @property
+    def table(self) -> str:
+        """Its header as the file writes it: `[agents.x]`, `[models."a.b"]`."""
+        return f"[{_field_name((self.SECTION, self.name), ())}]"
+
+    def state(self, environ: Mapping[str, str]) -> AgentState:
+        return self.settings.endpoint_state(environ)
+
+
+class AgentEntry(Declared[AgentSettings]):
+    """One configured agent."""
+
+    SECTION = Section.AGENTS
 
     @property
     def kind(self) -> AgentKind:
@@ -184,26 +229,24 @@ class AgentEntry:
         """How `icae run --agent` and the console name it: `model:<name>`."""
         return f"{self.kind}:{self.name}"
 
-    @property
-    def where(self) -> str:
-        """`file:line` of its declaration (the file alone when the line is unknown)."""
-        return str(self.source) if self.line is None else f"{self.source}:{self.line}"
 
-    def state(self, environ: Mapping[str, str]) -> AgentState:
-        return self.settings.endpoint_state(environ)
+class ModelEntry(Declared[ModelEntrySettings]):
+    """One `[models.<name>]` entry: an endpoint for the run's own model roles."""
+
+    SECTION = Section.MODELS
 
 
 EXAMPLE_BASE_URL = "http://localhost:8000/v1"  # vLLM's; what the advice shows
 
 
-def what_to_set(entry: AgentEntry, environ: Mapping[str, str]) -> str:
-    """What to set before `entry` can run, '' when it is ready: which file and entry to
-    edit, and the environment variable its key will be read from. `icae agents` and the
-    console's run setup both say it, after the state ("needs an endpoint: <this>"), so it
-    never repeats the state."""
+def what_to_set(entry: Declared[Any], environ: Mapping[str, str]) -> str:
+    """What to set before `entry` (an agent or a model entry) can be used, '' when it is
+    ready: which file and entry to edit, and the environment variable its key will be read
+    from. `icae agents`, the console's run setup and the `--<role>-endpoint` errors say it
+    after the state ("needs an endpoint: <this>"), so it never repeats the state."""
     state = entry.state(environ)
     s = entry.settings
-    table = f"[{_field_name(('agents', entry.name), ())}]"
+    table = entry.table
     if state is AgentState.READY:
         return ""
     if state is AgentState.MISSING_KEY:
@@ -243,9 +286,19 @@ class ConfigProblem:
 @dataclass
 class AgentConfig:
     agents: dict[str, AgentEntry] = field(default_factory=dict)
+    models: dict[str, ModelEntry] = field(default_factory=dict)  # `[models.<name>]`
     errors: list[ConfigProblem] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)  # the files that were read
-    raw: dict[str, dict[str, Any]] = field(default_factory=dict)  # valid entries, for `extends`
+    # valid entries' tables, for `extends` (an entry extends one of its own section)
+    raw: dict[Section, dict[str, dict[str, Any]]] = field(
+        default_factory=lambda: {section: {} for section in Section}
+    )
+
+    def problems_of(self, section: Section, name: str) -> list[ConfigProblem]:
+        """The errors of the entry `[<section>.<name>]` (that hid it, when it is broken)."""
+        entry = _field_name((section, name), ())
+        return [e for e in self.errors if e.field is not None and
+                (e.field == entry or e.field.startswith((f"{entry}.", f"{entry}[")))]  # fmt: skip
 
 
 # --- where keys are in a file's text -------------------------------------------------------
@@ -329,13 +382,20 @@ def _message(msg: str) -> str:
 Problem = tuple[tuple[int | str, ...], str]
 
 
+def _shape_problems(name: str, raw: Any, what: str) -> list[Problem]:
+    """The problems every entry can have before its settings are read: its name, its type."""
+    if not AGENT_NAME.fullmatch(name):
+        return [((), f"{what} names use letters, digits, '.', '_' and '-' (no ':')")]
+    if not isinstance(raw, dict):
+        return [((), "must be a table of settings")]
+    return []
+
+
 def parse_entry(name: str, raw: Any) -> tuple[AgentSettings | None, list[Problem]]:
     """Validate one `[agents.<name>]` table: the settings, or (loc within the entry, message)
     problems. `loc` is relative to the entry: () for the entry itself."""
-    if not AGENT_NAME.fullmatch(name):
-        return None, [((), "agent names use letters, digits, '.', '_' and '-' (no ':')")]
-    if not isinstance(raw, dict):
-        return None, [((), "must be a table of settings")]
+    if problems := _shape_problems(name, raw, "agent"):
+        return None, problems
     kind = raw.get("kind")
     known = ", ".join(DECLARABLE_KINDS)
     if kind is None:
@@ -358,6 +418,16 @@ def parse_entry(name: str, raw: Any) -> tuple[AgentSettings | None, list[Problem
     return settings, []
 
 
+def parse_model_entry(name: str, raw: Any) -> tuple[ModelEntrySettings | None, list[Problem]]:
+    """Validate one `[models.<name>]` table, as `parse_entry` does an agent's."""
+    if problems := _shape_problems(name, raw, "model entry"):
+        return None, problems
+    try:
+        return ModelEntrySettings.model_validate(raw), []
+    except ValidationError as err:
+        return None, [(tuple(e["loc"]), _message(e["msg"])) for e in err.errors()]
+
+
 def parse_text(path: Path, text: str, into: AgentConfig) -> None:
     """Add one file's entries and errors to `into`; later calls override earlier names."""
     try:
@@ -367,41 +437,53 @@ def parse_text(path: Path, text: str, into: AgentConfig) -> None:
         return
     lines = key_lines(text)
     for key in data:
-        if key != "agents":
+        if key not in tuple(Section):
             into.errors.append(
-                ConfigProblem(
-                    path, locate(lines, [key]), key, "unknown table; agents go in [agents.<name>]"
-                )
+                ConfigProblem(path, locate(lines, [key]), key, "unknown table; agents go in "
+                              "[agents.<name>], model endpoints in [models.<name>]")  # fmt: skip
             )
-    agents = data.get("agents", {})
-    if not isinstance(agents, dict):
+    for section in Section:
+        entries = data.get(section, {})
+        if not isinstance(entries, dict):
+            into.errors.append(ConfigProblem(path, locate(lines, [section]), section,
+                                             f"must be a table of {section}"))  # fmt: skip
+            continue
+        for name, raw in entries.items():
+            _add_entry(path, lines, section, name, raw, into)
+
+
+def _add_entry(
+    path: Path, lines: Mapping[tuple[str, ...], int], section: Section, name: str, raw: Any,
+    into: AgentConfig,
+) -> None:  # fmt: skip
+    """One entry of `section` into `into`, or its located errors."""
+    known = into.raw[section]
+    raw, problems = _extended(raw, known)
+    settings: AgentSettings | ModelEntrySettings | None = None
+    if not problems:
+        parse = parse_entry if section is Section.AGENTS else parse_model_entry
+        settings, problems = parse(name, raw)
+    entry_path = (section.value, name)
+    for loc, message in problems:
+        str_loc = [str(p) for p in loc]
         into.errors.append(
-            ConfigProblem(path, locate(lines, ["agents"]), "agents", "must be a table of agents")
-        )
-        return
-    for name, raw in agents.items():
-        raw, problems = _extended(raw, into.raw)
-        if not problems:
-            settings, problems = parse_entry(name, raw)
-        else:
-            settings = None
-        entry_path = ("agents", name)
-        for loc, message in problems:
-            str_loc = [str(p) for p in loc]
-            into.errors.append(
-                ConfigProblem(
-                    path,
-                    locate(lines, [*entry_path, *str_loc]),
-                    _field_name(entry_path, loc),
-                    message,
-                )
+            ConfigProblem(
+                path,
+                locate(lines, [*entry_path, *str_loc]),
+                _field_name(entry_path, loc),
+                message,
             )
-        if settings is None:
-            into.agents.pop(name, None)  # a broken override hides the entry it replaced
-            into.raw.pop(name, None)
-        else:
-            into.agents[name] = AgentEntry(name, settings, path, locate(lines, entry_path))
-            into.raw[name] = raw
+        )
+    line = locate(lines, entry_path)
+    if isinstance(settings, ModelEntrySettings):
+        into.models[name] = ModelEntry(name, settings, path, line)
+    elif settings is not None:
+        into.agents[name] = AgentEntry(name, settings, path, line)
+    else:  # a broken override hides the entry it replaced
+        (into.agents if section is Section.AGENTS else into.models).pop(name, None)
+        known.pop(name, None)
+        return
+    known[name] = raw
 
 
 def _toml_error(path: Path, err: tomllib.TOMLDecodeError) -> ConfigProblem:
