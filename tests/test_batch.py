@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -65,7 +66,20 @@ def test_a_batch_runs_every_item_and_a_completed_one_resumed_redoes_nothing(
         "scripted:partial": (2, 0.4, 0.0),
     }
     assert printed.count("■ mini|") == 4 and "━━ batch " in printed
+    # the same report as JUnit XML and Markdown
     (batch_id,) = _batch_ids(tmp_path)
+    xml_path, md_path = tmp_path / "b.xml", tmp_path / "b.md"
+    for path in (xml_path, md_path):
+        assert main(["--home", str(tmp_path), "batch", "--show", batch_id, "--report", str(path)]) == 0
+    suites = ET.parse(xml_path).getroot()
+    assert suites.get("failures") == "0"
+    assert [(s.get("name"), s.get("tests")) for s in suites] == [
+        ("mini × scripted:good · L1 · simulated", "2"),
+        ("mini × scripted:partial · L1 · simulated", "2"),
+    ]
+    assert "| mini | scripted:partial | L1 | simulated | 40.0% ± 0.0 (n=2) | 50.0% |" in (
+        md_path.read_text()
+    )
     store = RunStore(tmp_path / "runs.db")
     runs_before = len(store.runs())
     store.close()

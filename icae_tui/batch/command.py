@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from icae_tui.batch.plan import BatchItem, ItemState, expand
-from icae_tui.batch.report import batch_report, report_lines, report_markdown
+from icae_tui.batch.report import batch_report, report_junit, report_lines, report_markdown
 from icae_tui.batch.spec import (
     BatchLimits,
     BatchSpec,
@@ -65,7 +65,8 @@ def add_arguments(batch: argparse.ArgumentParser) -> None:
     batch.add_argument("--resume", metavar="ID", help="go on with a stored batch")
     batch.add_argument("--list", action="store_true", help="the stored batches")
     batch.add_argument("--show", metavar="ID", help="a stored batch's report")
-    batch.add_argument("--report", metavar="FILE", help="write the report (.md: Markdown)")
+    batch.add_argument("--report", metavar="FILE",
+                       help="write the report: .md Markdown, .xml JUnit, else JSON")  # fmt: skip
     batch.add_argument("-v", "--verbose", action="store_true", help="every run's lines too")
 
 
@@ -227,6 +228,14 @@ def report_of(batches: BatchStore, row: BatchRow) -> dict[str, Any]:
     return batch_report(batches, row, progress)
 
 
+def _json(report: dict[str, Any]) -> str:
+    return json.dumps(report, indent=2) + "\n"
+
+
+# --report's format by the file's suffix; anything else is JSON
+REPORT_FORMATS = {".md": report_markdown, ".xml": report_junit}
+
+
 def _show(args: argparse.Namespace, batches: BatchStore, batch_id: str) -> int:
     row = batches.batch(batch_id)
     if row is None:
@@ -236,7 +245,7 @@ def _show(args: argparse.Namespace, batches: BatchStore, batch_id: str) -> int:
     if args.report:
         path = Path(args.report)
         path.parent.mkdir(parents=True, exist_ok=True)
-        body = report_markdown(report) if path.suffix == ".md" else json.dumps(report, indent=2)
+        body = REPORT_FORMATS.get(path.suffix, _json)(report)
         path.write_text(body, encoding="utf-8")
         print(f"report: {path}")
     return 0

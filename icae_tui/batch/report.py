@@ -16,6 +16,7 @@ An item's outcome kind:
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from collections import Counter
 from enum import StrEnum
 from typing import Any
@@ -25,7 +26,7 @@ from icae_tui.batch.store import BatchRow, BatchStore
 from icae_tui.domain.events import AgentStopped, Event
 from icae_tui.domain.states import FailureKind, RunStatus, StopReason
 from icae_tui.repeats import Repeat, summary
-from icae_tui.reports.text import md
+from icae_tui.reports.text import md, xml_line
 from icae_tui.run_summary import summarize
 
 REPORT_VERSION = 1
@@ -143,3 +144,40 @@ def report_markdown(report: dict[str, Any]) -> str:
         out.append(f"| {md(p['task'])} | {md(p['agent'])} | {p['level']} | {p['responder']} | "
                    f"{_overall(p)} | {_pct(macro['mean']) if macro else '—'} |")  # fmt: skip
     return "\n".join(out) + "\n"
+
+
+def report_junit(report: dict[str, Any]) -> str:
+    """JUnit XML for CI systems: a <testsuite> per pairing, a <testcase> per repeat; one whose
+    outcome is not `scored` is a <failure> typed by its kind, one not done yet <skipped>."""
+    root = ET.Element("testsuites", {"name": xml_line(f"batch {report['batch_id']}")})
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for run in report["runs"]:
+        task, agent, level, responder, _ = run["item"].rsplit("|", 4)
+        runs.setdefault("|".join((task, agent, level, responder)), []).append(run)
+    failures = 0
+    for p in report["pairings"]:
+        key = "|".join((p["task"], p["agent"], p["level"], p["responder"]))
+        members = runs.get(key, [])
+        suite = ET.SubElement(root, "testsuite", {
+            "name": xml_line(f"{p['task']} × {p['agent']} · {p['level']} · {p['responder']}"),
+            "tests": str(len(members)),
+        })  # fmt: skip
+        bad = 0
+        for run in members:
+            repeat = run["item"].rsplit("|", 1)[-1]
+            case = ET.SubElement(suite, "testcase", {
+                "classname": xml_line(f"{p['task']}.{p['agent']}"),
+                "name": f"repeat {repeat}",
+            })  # fmt: skip
+            outcome = run["outcome"]
+            if outcome in (OutcomeKind.PENDING, OutcomeKind.RUNNING):
+                ET.SubElement(case, "skipped", {"message": f"{outcome}: not done"})
+            elif outcome != OutcomeKind.SCORED:
+                bad += 1
+                ET.SubElement(case, "failure", {
+                    "type": outcome, "message": xml_line(f"{outcome} (run {run['run_id']})"),
+                })  # fmt: skip
+        suite.set("failures", str(bad))
+        failures += bad
+    root.set("failures", str(failures))
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
