@@ -67,13 +67,26 @@ def test_one_seed_gives_the_same_cases_and_another_seed_others(tmp_path):
     assert first.install == ["sh -c 'git clone https://github.com/acme/fuzzy.git'"]  # recorded
 
 
+# The fuzzer reports its box's interfaces and the interfaces its routes leave by, and exits 1
+# (so its words reach the problem): proven by the box's own tables, no address dialled.
+NETWORK_PROBE = (
+    "import sys; net = open('/proc/net/dev').read().splitlines()[2:]; "
+    "v4 = open('/proc/net/route').read().splitlines()[1:]; "
+    "v6 = open('/proc/net/ipv6_route').read().splitlines(); "
+    "sys.exit('interfaces=%s routes=%s' % (sorted(l.split(':')[0].strip() for l in net), "
+    "sorted({l.split()[0] for l in v4} | {l.split()[-1] for l in v6})))"
+)
+
+
 def test_the_box_has_no_network(tmp_path):
-    body = 'import socket; socket.create_connection(("1.1.1.1", 53), timeout=5)'
-    out, problems = _fuzz(_tree(tmp_path, body), 1)
+    out, problems = _fuzz(_tree(tmp_path, NETWORK_PROBE), 1)
     assert out is None
     (problem,) = problems
     assert problem.message.startswith("the fuzzer exited 1 in its box:")
-    assert "Network is unreachable" in problem.message or "OSError" in problem.message
+    # only the loopback, and no route but through it
+    assert "interfaces=['lo'] routes=[]" in problem.message or (
+        "interfaces=['lo'] routes=['lo']" in problem.message
+    ), problem.message
 
 
 def test_output_past_the_bound_is_refused(tmp_path, monkeypatch):
