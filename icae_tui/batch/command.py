@@ -6,9 +6,11 @@
     icae batch --resume ID                    go on with a batch that was killed or cancelled
     icae batch --list                         the stored batches
     icae batch --show ID [--report FILE]      a batch's report (Markdown for .md, else JSON)
+    icae batch … --console                    the same in the console: its batch screen
 
 Headless: one line per run as it ends (a Rich progress bar above them on a terminal), then
-the report. Exit 0 when every run has a result, 1 when some gave up on infrastructure or
+the report. With `--console` the batch runs in the console's batch screen (the operator can
+answer, so human and assisted responders are allowed), and the report follows it. Exit 0 when every run has a result, 1 when some gave up on infrastructure or
 the batch was cancelled, 2 on bad input.
 """
 
@@ -20,7 +22,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from icae_tui.batch.plan import BatchItem, ItemState, expand
 from icae_tui.batch.report import batch_report, report_junit, report_lines, report_markdown
@@ -38,6 +40,9 @@ from icae_tui.domain.states import ResponderMode
 from icae_tui.domain.task import Level, Task
 from icae_tui.safe_text import printable
 from icae_tui.store import RunStore
+
+if TYPE_CHECKING:
+    from icae_tui.batch.runner import BatchRunner
 
 
 def _count(text: str) -> int:
@@ -68,6 +73,8 @@ def add_arguments(batch: argparse.ArgumentParser) -> None:
     batch.add_argument("--report", metavar="FILE",
                        help="write the report: .md Markdown, .xml JUnit, else JSON")  # fmt: skip
     batch.add_argument("-v", "--verbose", action="store_true", help="every run's lines too")
+    batch.add_argument("--console", action="store_true",
+                       help="run it in the console's batch screen (human responders allowed)")  # fmt: skip
 
 
 class BatchCommandError(Exception):
@@ -135,9 +142,12 @@ def _tasks(spec: BatchSpec, args: argparse.Namespace, ids: list[str] | None) -> 
     return out
 
 
-def _check(items: list[BatchItem], tasks: dict[str, Task], agent_files: tuple[Path, ...]) -> None:
+def _check(
+    items: list[BatchItem], tasks: dict[str, Task], agent_files: tuple[Path, ...], *,
+    console: bool = False,
+) -> None:  # fmt: skip
     """Before anything is stored: every agent exists for every task; headless, nobody at a
-    terminal can answer several runs' questions at once."""
+    terminal can answer several runs' questions at once (the console's operator can)."""
     from icae_tui.agents.registry import check_agent
 
     seen: set[tuple[str, str]] = set()
@@ -148,7 +158,7 @@ def _check(items: list[BatchItem], tasks: dict[str, Task], agent_files: tuple[Pa
         if why := check_agent(item.agent, tasks[item.task_id], agent_files):
             raise BatchCommandError(f"{item.task_id}: {why}")
     operator = {str(m) for m in (ResponderMode.HUMAN, ResponderMode.ASSISTED)}
-    if any(item.responder in operator for item in items):
+    if not console and any(item.responder in operator for item in items):
         raise BatchCommandError("a headless batch has no operator to answer: responders human "
                                 "and assisted need the console")  # fmt: skip
 
@@ -180,24 +190,46 @@ def _execute(args: argparse.Namespace, batches: BatchStore) -> int:
                                        "engine": spec.engine or args.engine})  # fmt: skip
         tasks = _tasks(spec, args, None)
         items = expand(spec, list(tasks))
-        _check(items, tasks, agent_files)
+        _check(items, tasks, agent_files, console=args.console)
         batch_id = new_batch_id()
         batches.create(batch_id, spec, items)
     runner = BatchRunner(batch_id, spec, items, tasks, batches, cores=machine_cores(),
                          agent_files=agent_files, engine=spec.engine or args.engine)  # fmt: skip
-    printer = BatchPrinter(runner, verbose=args.verbose)
-    runner.subscribe(printer)
-    try:
-        with printer:
-            status = asyncio.run(runner.execute())
-    except KeyboardInterrupt:
-        status = BatchStatus.CANCELLED
+    if args.console:
+        status = _in_console(runner, args)
+    else:
+        printer = BatchPrinter(runner, verbose=args.verbose)
+        runner.subscribe(printer)
+        try:
+            with printer:
+                status = asyncio.run(runner.execute())
+        except KeyboardInterrupt:
+            status = BatchStatus.CANCELLED
     code = _show(args, batches, batch_id)
     if status is BatchStatus.CANCELLED:
         print(f"batch cancelled: icae batch --resume {batch_id} goes on", file=sys.stderr)
         return 1
     gave_up = any(p.state is ItemState.GAVE_UP for p in runner.refresh().values())
     return 1 if gave_up else code
+
+
+def _in_console(runner: BatchRunner, args: argparse.Namespace) -> BatchStatus:
+    """The batch in the console's batch screen, until the operator quits it (a batch still
+    running then is cancelled); what it came to."""
+    from icae_tui.catalog import Catalog
+    from icae_tui.ui.app import IcaeApp  # Textual: only for the console
+    from icae_tui.ui.screens.batch import BatchScreen
+
+    def opened(app: IcaeApp) -> None:
+        app.push_screen(BatchScreen(runner))
+
+    IcaeApp(catalog=Catalog(tasks=dict(runner.tasks)), store=runner.batches.runs,
+            agent_files=runner.agent_files, engine=runner.engine, on_start=opened).run()  # fmt: skip
+    row = runner.batches.batch(runner.batch_id)
+    if row is None or row.status is BatchStatus.RUNNING:  # quit before it started
+        runner.batches.finish(runner.batch_id, BatchStatus.CANCELLED)
+        return BatchStatus.CANCELLED
+    return row.status
 
 
 def new_batch_id() -> str:

@@ -10,6 +10,9 @@ runs, not each run sized to the whole machine.
 A run that failed for infrastructure goes to the back of the queue until its item has used
 its attempts (plan.py). Cancelled (Ctrl-C), the running runs are cancelled — each stores
 itself as cancelled and removes its boxes — and the batch is `cancelled`; `--resume` goes on.
+One run cancelled alone (`cancel_item`: the console's operator, on that run's screen) stores
+itself cancelled too; its item is not started again in this session, the others go on, and the
+batch ends `cancelled` so that `--resume` redoes it.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from icae_tui.agents.registry import make_agent
 from icae_tui.batch.plan import BatchItem, ItemProgress, ItemState, progress_of
 from icae_tui.batch.spec import BatchSpec
 from icae_tui.batch.store import BatchStatus, BatchStore
-from icae_tui.domain.states import ResponderMode
+from icae_tui.domain.states import ResponderMode, RunStatus
 from icae_tui.domain.task import Level, Task
 from icae_tui.errors import IcaeError
 from icae_tui.run import Run, RunConfig, RunOutcome
@@ -69,6 +72,9 @@ class BatchRunner:
     engine: str = "docker"
     displays: list[BatchDisplay] = field(default_factory=list)
     progress: dict[str, ItemProgress] = field(default_factory=dict)
+    # the runs going on, by item key: one can be cancelled alone (`cancel_item`)
+    running: dict[str, asyncio.Task[RunOutcome]] = field(default_factory=dict)
+    dropped: set[str] = field(default_factory=set)  # items whose run was cancelled alone
 
     def subscribe(self, display: BatchDisplay) -> None:
         self.displays.append(display)
@@ -106,7 +112,7 @@ class BatchRunner:
             if queue:
                 await self._prepare(queue)
             await self._run_all(queue)
-            status = BatchStatus.COMPLETED
+            status = BatchStatus.CANCELLED if self.dropped else BatchStatus.COMPLETED
             return status
         finally:
             self.batches.finish(self.batch_id, status)
@@ -185,9 +191,27 @@ class BatchRunner:
         self.batches.add_attempt(self.batch_id, item.key, attempt, run.run_id)
         self.progress[item.key] = ItemProgress(ItemState.RUNNING, attempt, run.run_id)
         self._tell(ItemStarted(item, attempt, run))
-        outcome = await run.execute()
+        job = asyncio.ensure_future(run.execute())
+        self.running[item.key] = job
+        try:
+            outcome = await job  # the batch cancelled: so is the run (awaiting it cancels it)
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # the batch's own cancel
+            outcome = RunOutcome(run.run_id, RunStatus.CANCELLED, None, "cancelled by the operator")
+            self.dropped.add(item.key)
+        finally:
+            self.running.pop(item.key, None)
         attempts = self.batches.attempts_of(self.batch_id, item.key)
         now = progress_of(attempts, self.spec.limits.max_attempts)
         self.progress[item.key] = now
         self._tell(ItemFinished(item, now, outcome))
-        return now.state is ItemState.PENDING
+        return now.state is ItemState.PENDING and item.key not in self.dropped
+
+    def cancel_item(self, key: str) -> bool:
+        """Cancel the run of item `key` alone (False: none of it is running)."""
+        job = self.running.get(key)
+        if job is None or job.done():
+            return False
+        return job.cancel()

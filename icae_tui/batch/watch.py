@@ -6,8 +6,6 @@ retried — its throughput and the time left. A pipe gets the lines only."""
 from __future__ import annotations
 
 import sys
-import time
-from collections import Counter
 from types import TracebackType
 from typing import TextIO
 
@@ -21,45 +19,11 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from icae_tui.batch.counts import BatchCounts
 from icae_tui.batch.plan import ItemState
 from icae_tui.batch.runner import BatchMessage, BatchRunner, BatchUpdate, ItemFinished, ItemStarted
 from icae_tui.headless import PlainPrinter
 from icae_tui.safe_text import printable
-
-
-class BatchCounts:
-    """What the batch came to so far: items per state, finished runs per outcome."""
-
-    def __init__(self, runner: BatchRunner) -> None:
-        self.total = len(runner.items)
-        self.states: Counter[ItemState] = Counter(p.state for p in runner.progress.values())
-        self.finished_at: list[float] = []
-        self.retried = 0
-        self.started_at = time.monotonic()
-
-    @property
-    def done(self) -> int:
-        return sum(self.states[s] for s in (ItemState.DONE, ItemState.FAILED, ItemState.GAVE_UP))
-
-    def eta_s(self) -> float | None:
-        """Time left at this session's pace (runs ended per second since it began)."""
-        if not self.finished_at:
-            return None
-        rate = len(self.finished_at) / max(1e-9, self.finished_at[-1] - self.started_at)
-        return (self.total - self.done) / rate
-
-    def line(self) -> str:
-        parts = [f"{self.done}/{self.total} done"]
-        if n := self.states[ItemState.FAILED]:
-            parts.append(f"{n} failed")
-        if n := self.states[ItemState.GAVE_UP]:
-            parts.append(f"{n} gave up")
-        parts.append(f"{self.states[ItemState.RUNNING]} running")
-        if self.retried:
-            parts.append(f"{self.retried} retried")
-        if (eta := self.eta_s()) is not None:
-            parts.append(f"~{eta:.0f} s left")
-        return " · ".join(parts)
 
 
 class BatchPrinter:
@@ -97,23 +61,22 @@ class BatchPrinter:
 
     def __call__(self, update: BatchUpdate) -> None:
         if self.counts is None:
-            self.counts = BatchCounts(self.runner)
+            self.counts = BatchCounts(self.runner.progress)
         counts = self.counts
         match update:
             case BatchMessage():
                 self.say(f"batch: {printable(update.text, limit=300)}")
             case ItemStarted():
-                counts.states = Counter(p.state for p in self.runner.progress.values())
-                if update.attempt > 1:
-                    counts.retried += 1
+                counts.update(self.runner.progress)
+                counts.started(update.attempt)
                 if self.verbose:
                     update.run.subscribe(PlainPrinter(self.out))
                 self.say(
                     f"▶ {printable(update.item.key)} (attempt {update.attempt}, run {update.run.run_id})"
                 )
             case ItemFinished():
-                counts.states = Counter(p.state for p in self.runner.progress.values())
-                counts.finished_at.append(time.monotonic())
+                counts.update(self.runner.progress)
+                counts.finished()
                 o = update.outcome
                 overall = (
                     f" overall {100 * o.score.overall:.1f}%" if o.score and o.score.measured else ""

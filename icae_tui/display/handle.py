@@ -173,10 +173,14 @@ class RunHandle:
         catalog: Mapping[str, Task] | None = None,
         started: RunStarted | None = None,
         leftovers: Callable[[], list[str] | None] | None = None,
+        elsewhere: Callable[[], bool] | None = None,
+        cancel: Callable[[], bool] | None = None,
     ) -> None:
         """`task`: a live run's own task; `keep`: how it keeps its delivery (None: it keeps
         none); `catalog` and `started`: a stored run's cases are the catalog's task's, named
-        by its start; `leftovers`: what a live run's final sweep removed."""
+        by its start; `leftovers`: what a live run's final sweep removed. `elsewhere`: a live
+        run whose work something else executes (a batch's run, attached to): whether that
+        work still goes on; `cancel`: how to cancel it (None: it cannot be, from here)."""
         self.source = source
         self.kind = kind
         self.task = task
@@ -184,6 +188,8 @@ class RunHandle:
         self.catalog: Mapping[str, Task] = catalog or {}
         self.started = started
         self.leftovers = leftovers
+        self.elsewhere = elsewhere
+        self._cancel = cancel
         self.outcome: Outcome | None = None  # once a live run's work has returned
         self._job_taken = False
         self._working = False  # its work was handed out and has not ended
@@ -202,15 +208,24 @@ class RunHandle:
     def live(self) -> bool:
         return self.kind is RunKind.LIVE
 
+    @property
+    def attached(self) -> bool:
+        """A live run executed elsewhere: leaving its display leaves it running."""
+        return self.live and self.elsewhere is not None
+
     # --- what it can do ----------------------------------------------------------------------
 
     @property
     def working(self) -> bool:
         """A live run whose work goes on, or is still to start."""
+        if self.elsewhere is not None:
+            return self.live and self.elsewhere()
         return self.live and (self._working or not self._job_taken)
 
     def capabilities(self) -> frozenset[Capability]:
         if self.working:
+            if self.elsewhere is not None and self._cancel is None:
+                return OPERATING - {Capability.CANCEL}
             return OPERATING
         if self.kept is not None:
             return KEEPING
@@ -273,6 +288,11 @@ class RunHandle:
 
     async def resume_agent(self) -> bool:
         return self.can(Capability.PAUSE) and await self.source.resume_agent()
+
+    def cancel(self) -> bool:
+        """Cancel an attached run's work (a run of its own is cancelled through its worker);
+        False if refused."""
+        return self._cancel is not None and self.can(Capability.CANCEL) and self._cancel()
 
     # --- the kept delivery -----------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from icae_tui.display import wording as w
 from icae_tui.display.handle import Capability, RunHandle
 from icae_tui.display.view import RunView
 from icae_tui.domain.events import QuestionAsked
-from icae_tui.domain.states import Phase, ResponderMode
+from icae_tui.domain.states import Phase, ResponderMode, RunStatus
 from icae_tui.safe_text import printable
 from icae_tui.users.responders import MODES
 
@@ -226,8 +226,18 @@ class Operator:
     # --- the work -------------------------------------------------------------------------
 
     def started(self, has_work: bool) -> None:
-        """The screen started the run's work (`has_work`), or there is none."""
-        self.work = Work.RUNNING if has_work else Work.NONE
+        """The screen started the run's work (`has_work`), or there is none — but for an
+        attached run whose work goes on elsewhere (a batch's): it is running all the same."""
+        elsewhere = self.handle.attached and self.handle.working
+        self.work = Work.RUNNING if has_work or elsewhere else Work.NONE
+
+    def finished_elsewhere(self) -> list[Effect]:
+        """An attached run's last event is in: its work (not the screen's) is over."""
+        ev = self.view.finished
+        if not self.handle.attached or ev is None or not self.running:
+            return []
+        cancelled = ev.status == RunStatus.CANCELLED
+        return self.ended(End.CANCELLED if cancelled else End.RETURNED)
 
     def sync(self) -> None:
         """The view changed: a switch whose event is in, or a question no longer waiting,
@@ -286,7 +296,7 @@ class Operator:
         """Escape: leave, after a confirm while the run goes on (it is cancelled first), or
         when leaving discards the delivery a completed run kept; a second press while the
         run is being cancelled leaves at once."""
-        if self.cancelling:
+        if self.cancelling or self.handle.attached:  # an attached run goes on without us
             return [Do.LEAVE]
         if self.running:
             return [CONFIRMS[Prompt.LEAVE]]

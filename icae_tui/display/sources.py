@@ -4,7 +4,9 @@ A display connects to its source and feeds every event to its `RunView`; it neve
 which kind of source it has: the source's `handle()` (`handle.py`) says what the run can do.
 A live source also has work to run (the run itself) and takes the operator's commands
 (answers, the responder, pausing the agent); a stored run has no work, and refuses commands.
-Either gives the events seen so far (`recorded`), for an export.
+Either gives the events seen so far (`recorded`), for an export. A run that something else
+executes (a batch's: `AttachedSource`) is live too, but its work is not the display's: the
+display is given what the run stored so far, then follows it, and takes its commands.
 
 A live run keeps its own record of them (a `Run`'s `RunLog`, within the run's bound,
 icae_tui/bounds.py): the source hands that out and keeps no second list, which would grow
@@ -20,7 +22,7 @@ from typing import Any, Protocol
 
 from icae_tui.display.handle import Keep, RunHandle, RunKind
 from icae_tui.display.view import RunView
-from icae_tui.domain.events import Event, RunStarted
+from icae_tui.domain.events import Event, RunFinished, RunStarted
 from icae_tui.domain.task import Task
 
 Deliver = Callable[[Event], None]
@@ -151,6 +153,48 @@ class LiveSource:
         removed (a cleanup bug if any); None when the run does not say."""
         removed = getattr(self.run, "leftovers_removed", None)
         return list(removed) if removed is not None else None
+
+
+class AttachedSource(LiveSource):
+    """A live run that something else executes (a batch's run): a display attached to it has
+    no work to run (`job()` is None), is given the events the run stored before it came, then
+    each new one, and operates the run like its own — answers, the responder, pausing the
+    agent; `cancel` cancels that run alone (None: it cannot be cancelled from here). Leaving
+    the display leaves the run going."""
+
+    def __init__(
+        self,
+        run: LiveRun,
+        *,
+        clock: Callable[[], float] = time.time,
+        task: Task | None = None,
+        cancel: Callable[[], bool] | None = None,
+    ) -> None:
+        super().__init__(run, clock=clock, task=task)
+        self.label = f"run {run.run_id} · attached…"
+        self.over = False  # its RunFinished is in: the work is done with
+        self._handle = RunHandle(
+            self, RunKind.LIVE, task=task, leftovers=self.removed_leftovers,
+            elsewhere=lambda: not self.over, cancel=cancel,
+        )  # fmt: skip
+        if self.log is not None:
+            self.over = any(isinstance(ev, RunFinished) for ev in self.log.events)
+
+    def connect(self, deliver: Deliver) -> None:
+        """What the run stored so far, then what it publishes: on the one loop, nothing can be
+        published between the two, so no event comes twice nor goes missing."""
+
+        def delivered(ev: Event) -> None:
+            if isinstance(ev, RunFinished):
+                self.over = True
+            deliver(ev)
+
+        for ev in self.log.events if self.log is not None else ():
+            delivered(ev)
+        super().connect(delivered)
+
+    def job(self) -> None:  # type: ignore[override]  # its work is the batch's
+        return None
 
 
 class ReplaySource:

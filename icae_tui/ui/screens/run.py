@@ -325,7 +325,8 @@ class RunScreen(Screen[None]):
                 exclusive=False,
             )
         self.flush()
-        self.trace.focus()
+        # an attached run may come with a question already waiting: its box keeps the focus
+        (self.answer_box if self.answer_box.display else self.trace).focus()
 
     def carry_out(self, effects: Iterable[Effect]) -> None:
         """Do what the operator's transition says."""
@@ -340,6 +341,8 @@ class RunScreen(Screen[None]):
             elif effect is Do.CANCEL_WORK:
                 if self.worker is not None:
                     self.worker.cancel()
+                elif self.handle.attached:  # a batch's run: cancelled alone, by the batch
+                    self.handle.cancel()
             elif effect is Do.LEAVE:
                 self._leave()
             elif effect is Do.REDRAW:
@@ -402,6 +405,7 @@ class RunScreen(Screen[None]):
         if self._changed("status", (v.status_rev, self.operator.work)):
             self._show_status(self.operator.status())
         if self._changed("finished", v.finished is not None):
+            self.carry_out(self.operator.finished_elsewhere())
             self.flush()
             self.refresh_bindings()
             self._tell_end()
