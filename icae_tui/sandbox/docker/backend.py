@@ -19,11 +19,12 @@ import aiodocker
 
 from icae_tui.aio import complete_despite_cancel
 from icae_tui.domain.task import Task
-from icae_tui.errors import BoxError, EngineUnavailable
+from icae_tui.errors import BoxError, ConfigError, EngineUnavailable
 from icae_tui.sandbox.base import (
     Box,
     BoxSpec,
     CasePool,
+    Channel,
     DiskBound,
     DiskGuard,
     ExecResult,
@@ -46,6 +47,7 @@ from icae_tui.sandbox.docker.containers import (
 from icae_tui.sandbox.docker.disk import LayerWatch, full_bytes
 from icae_tui.sandbox.docker.engine import connect, engine_url
 from icae_tui.sandbox.docker.hostview import HostView, process_state
+from icae_tui.sandbox.docker.relay import ChannelRelay
 from icae_tui.sandbox.docker.sides import SidePool, kill_extras
 from icae_tui.sandbox.tree import TarScanner, TreeBounds, TreeRead
 
@@ -66,10 +68,34 @@ class DockerBox:
     """A started container of ours, as the protocol's `Box`. `container` is the raw handle
     for this backend's own modules and its tests."""
 
-    def __init__(self, container: Container) -> None:
+    def __init__(self, container: Container, relayed: tuple[Channel, ...] = ()) -> None:
+        """`relayed`: the run's channels, carried by the relay (a remote engine: nothing
+        of this host is mounted in the box; `docker/relay.py`)."""
         self.container = container
         self._view: HostView | None = None
         self._probed = False
+        self._relayed = relayed
+        self._relay: ChannelRelay | None = None
+
+    async def start_relay(self) -> None:
+        """The relay in the box (again: a revived box, or one whose processes were killed,
+        lost it); BoxError when it does not start."""
+        await self._end_relay()
+        relay = ChannelRelay(self.container, self._relayed)
+        await relay.start()
+        self._relay = relay
+
+    async def _end_relay(self, *, forget_sockets: bool = False) -> None:
+        """The relay stopped; `forget_sockets`: its sockets removed from the box too, so a
+        frozen delivery holds none."""
+        relay, self._relay = self._relay, None
+        if relay is None:
+            return
+        await relay.close()
+        if forget_sockets:
+            paths = [box for _, box in relay.sockets]
+            with contextlib.suppress(aiodocker.DockerError):
+                await self.container.exec(["rm", "-f", *paths], timeout_s=10, user="0")
 
     @property
     def id(self) -> str:
@@ -167,6 +193,8 @@ class DockerBox:
         except aiodocker.DockerError as err:
             raise BoxError(f"box {self.id[:12]} could not be started again: {err}") from None
         await self.container.find_init()
+        if self._relayed:
+            await self.start_relay()
 
     async def make_room(self, extra: int) -> None:
         await self.container.make_room(extra)
@@ -174,6 +202,7 @@ class DockerBox:
     async def freeze(self, image: str, *, run_id: str, ttl_s: int) -> None:
         """The engine finishes a commit it started even if we are cancelled meanwhile, so on
         any failure the image is removed again."""
+        await self._end_relay(forget_sockets=True)  # the agent's channels end before its freeze
         repo, tag = image.split(":", 1)
         labels = labels_for(run_id, Role.DELIVERY, ttl_s=ttl_s)
         try:
@@ -185,7 +214,10 @@ class DockerBox:
             raise
 
     async def remove(self) -> None:
-        await self.container.remove()
+        try:
+            await self._end_relay()
+        finally:
+            await self.container.remove()
 
     # --- an agent's step -----------------------------------------------------------------
 
@@ -255,6 +287,8 @@ class DockerBox:
             return
         with contextlib.suppress(aiodocker.DockerError):
             await self.container.exec(KILL_ALL_BUT_KEEPALIVE, timeout_s=10)
+        if self._relayed:  # it was killed with the rest
+            await self.start_relay()
 
 
 async def _aftermath(view: HostView, before: set[int], hits: int) -> tuple[bool, int, bool]:
@@ -308,13 +342,21 @@ class DockerSandbox:
 
     name = "docker"
 
-    def __init__(self, docker: aiodocker.Docker, guard: DiskGuard, host: str | None = None) -> None:
+    def __init__(
+        self, docker: aiodocker.Docker, guard: DiskGuard, host: str | None = None,
+        *, remote: bool | None = None,
+    ) -> None:  # fmt: skip
+        """`remote`: mount nothing of this host into boxes (the channels are relayed); None:
+        so when the engine is not on a Unix socket here."""
         self.docker = docker
         self._guard = guard
         self._host = host  # None: the engine $DOCKER_HOST names, whenever it is asked
+        self.remote = (not str(docker.docker_host).startswith("unix://")) if remote is None else remote
 
     @classmethod
-    async def open(cls, *, host: str | None = None, timeout_s: float = 10.0) -> DockerSandbox:
+    async def open(
+        cls, *, host: str | None = None, timeout_s: float = 10.0, remote: bool | None = None
+    ) -> DockerSandbox:
         """The engine at `host` (a DOCKER_HOST-style URL; default: $DOCKER_HOST or the
         local socket), or EngineUnavailable naming where it looked."""
         docker = await connect(timeout_s=timeout_s, url=host)
@@ -323,7 +365,7 @@ class DockerSandbox:
         except aiodocker.DockerError as err:
             await docker.close()
             raise EngineUnavailable(f"Docker engine at {docker.docker_host}: {err}") from None
-        return cls(docker, guard, host)
+        return cls(docker, guard, host, remote=remote)
 
     @property
     def disk_guard(self) -> DiskGuard:
@@ -354,16 +396,26 @@ class DockerSandbox:
         )
 
     async def create_box(self, spec: BoxSpec) -> Box:
+        """A started box; its channels bind-mounted from this host, or relayed over the
+        engine's connection when the engine is remote (network `none` either way)."""
+        binds = None if self.remote else [f"{c.host_path}:{c.box_path}:ro" for c in spec.channels]
         try:
             container = await create_container(
                 self.docker, spec.image, run_id=spec.run_id, role=spec.role,
                 limits=spec.limits, workdir=spec.workdir, hardened=spec.hardened,
-                binds=[f"{c.host_path}:{c.box_path}:ro" for c in spec.channels] or None,
-                network=_NETWORKS[spec.network],
+                binds=binds or None, network=_NETWORKS[spec.network],
             )  # fmt: skip
         except aiodocker.DockerError as err:
             raise BoxError(f"a {spec.role} box of {spec.image}: {err.message}") from err
-        return DockerBox(container)
+        if not (self.remote and spec.channels):
+            return DockerBox(container)
+        box = DockerBox(container, relayed=spec.channels)
+        try:
+            await box.start_relay()
+        except BaseException:
+            await container.remove()
+            raise
+        return box
 
     def case_pool(
         self, image: str, *, run_id: str, role: Role, size: int, limits: Limits, workdir: str,
@@ -396,5 +448,28 @@ class DockerSandbox:
 
 
 async def open_docker(options: dict[str, Any]) -> DockerSandbox:
-    """The registry's factory: `host` (optional) names the engine."""
-    return await DockerSandbox.open(host=options.get("host"))
+    """The registry's factory: `host` (optional) names the engine, or `context` a docker
+    context (the `docker` package reads it: `docker context ls`); `remote = true` treats a
+    Unix socket as another machine's (a socket forwarded over ssh, say)."""
+    host = options.get("host")
+    if host is None and (context := options.get("context")) is not None:
+        host = context_host(str(context))
+    remote = options.get("remote")
+    return await DockerSandbox.open(host=host, remote=bool(remote) if remote is not None else None)
+
+
+def context_host(name: str) -> str:
+    """The engine URL of the docker context `name`; ConfigError when there is none (or it
+    needs TLS, which the engine client here is not given)."""
+    from docker.context import ContextAPI
+    from docker.errors import ContextNotFound
+
+    try:
+        context = ContextAPI.get_context(name)
+    except ContextNotFound:
+        context = None
+    if context is None or not context.Host:
+        raise ConfigError(f"docker context {name!r}: not found (see `docker context ls`)")
+    if context.TLSConfig is not None:
+        raise ConfigError(f"docker context {name!r}: uses TLS, which icae does not support yet")
+    return str(context.Host)

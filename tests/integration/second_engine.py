@@ -1,0 +1,82 @@
+"""A second Docker engine on this machine, as a remote one: its own `dockerd` with its own data
+root, exec root and Unix socket, answering on a loopback TCP port (`tcp://` is not a local
+socket to the docker backend, so it mounts nothing of this host and relays the channels),
+with no bridge and no iptables of its own. The base image is copied into it from the first
+engine (`docker save | docker load`), so its task images build as they would anywhere."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from icae_tui.sandbox.docker.images import BASE_IMAGE
+
+START_S = 60.0
+
+
+@dataclass(frozen=True)
+class SecondEngine:
+    url: str  # tcp://127.0.0.1:PORT
+    socket: Path  # its Unix socket (for the docker CLI, say)
+    folder: Path
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["docker", "-H", f"unix://{self.socket}", *args],
+                              capture_output=True, text=True, check=False)  # fmt: skip
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _answers(sock: Path) -> bool:
+    done = subprocess.run(["docker", "-H", f"unix://{sock}", "version", "--format",
+                           "{{.Server.Version}}"], capture_output=True, check=False)  # fmt: skip
+    return done.returncode == 0
+
+
+@contextlib.contextmanager
+def second_engine() -> Iterator[SecondEngine]:
+    folder = Path(tempfile.mkdtemp(prefix="icae-engine2-"))
+    sock, port = folder / "docker.sock", _free_port()
+    log = (folder / "dockerd.log").open("wb")
+    proc = subprocess.Popen(
+        ["dockerd", "--data-root", str(folder / "data"), "--exec-root", str(folder / "exec"),
+         "--pidfile", str(folder / "docker.pid"), "-H", f"unix://{sock}",
+         "-H", f"tcp://127.0.0.1:{port}", "--tls=false", "--bridge", "none",
+         "--iptables=false", "--ip6tables=false", "--storage-driver", "overlay2"],
+        stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + START_S
+        while not _answers(sock):  # the engine's own readiness: its API answers
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the second dockerd did not start:\n"
+                                   + (folder / "dockerd.log").read_text()[-2000:])  # fmt: skip
+            time.sleep(0.1)
+        save = subprocess.Popen(["docker", "save", BASE_IMAGE], stdout=subprocess.PIPE)
+        load = subprocess.run(["docker", "-H", f"unix://{sock}", "load"], stdin=save.stdout,
+                              capture_output=True, check=False)  # fmt: skip
+        save.wait()
+        if load.returncode != 0 or save.returncode != 0:
+            raise RuntimeError(f"the base image did not reach the second engine: {load.stderr!r}")
+        yield SecondEngine(f"tcp://127.0.0.1:{port}", sock, folder)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+        subprocess.run(["umount", "-R", str(folder / "data")], capture_output=True, check=False)
+        shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,131 @@
+"""A whole run on a second engine reached by DOCKER_HOST (tcp://, so remote to the docker
+backend): the agent phase with a question asked from inside the box through `icae-ask` and
+answered — the channel relayed over the engine's connection, nothing of this host mounted —
+then the freeze, the build and every case. Nothing of that run happens on the first engine
+(its event log for the run's label is empty); the relayed box has no network but loopback."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+
+import docker as docker_py
+import pytest
+
+from icae_tui.cli import main
+from icae_tui.domain.events import QuestionAnswered, QuestionAsked, RunFinished
+from icae_tui.sandbox.base import BoxSpec, Channel, Role
+from icae_tui.sandbox.docker.backend import DockerSandbox
+from icae_tui.sandbox.docker.images import BASE_IMAGE
+from icae_tui.store import RunStore
+from icae_tui.users.responders import Reply
+from tests.integration.second_engine import SecondEngine, second_engine
+from tests.task_copies import add_solution, copy_mini, good_step
+
+pytestmark = pytest.mark.docker
+
+QUESTION = "How should unknown operations be reported?"
+
+
+@pytest.fixture(scope="module")
+def engine2() -> Iterator[SecondEngine]:
+    with second_engine() as engine:
+        yield engine
+
+
+def _events_of(url: str | None, label: str, since: float, until: float) -> list[dict]:
+    client = docker_py.DockerClient(base_url=url) if url else docker_py.from_env()
+    try:
+        return list(client.events(since=int(since), until=int(until) + 1, decode=True,
+                                  filters={"label": label}))  # fmt: skip
+    finally:
+        client.close()
+
+
+def test_a_whole_run_on_a_remote_engine_asks_through_the_relay(engine2, tmp_path, monkeypatch,
+                                                                capsys):  # fmt: skip
+    folder = copy_mini(tmp_path)
+    add_solution(folder, "asks-in-box", [
+        {"run": f"icae-ask '{QUESTION}'"},  # from inside the box, over its socket
+        good_step(folder), {"submit": "done"},
+    ], pace_s=0)  # fmt: skip
+    monkeypatch.setenv("DOCKER_HOST", engine2.url)
+    since = time.time()
+    argv = ["--home", str(tmp_path / "home"), "--tasks", str(folder.parent), "run",
+            "--task", "mini", "--agent", "scripted:asks-in-box", "--verbose"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    until = time.time()
+    monkeypatch.delenv("DOCKER_HOST")
+    store = RunStore(tmp_path / "home" / "runs.db")
+    (row,) = store.runs()
+    events = store.events(row.run_id)
+    store.close()
+    asked = [e for e in events if isinstance(e, QuestionAsked)]
+    answered = [e for e in events if isinstance(e, QuestionAnswered)]
+    assert [(q.text, q.via) for q in asked] == [(QUESTION, "icae-ask")], out[-3000:]
+    assert len(answered) == 1 and "error=unknown_op" in answered[0].text
+    assert "error=unknown_op" in out  # icae-ask printed the answer inside the box
+    final = events[-1]
+    assert isinstance(final, RunFinished) and final.status == "completed"
+    assert final.score is not None and final.score.overall == 1.0  # every case judged there
+    label = f"icae.run={row.run_id}"
+    # the run's boxes were made, started and removed on the second engine, none on the first
+    theirs = _events_of(engine2.url, label, since, until)
+    assert {e.get("Action") for e in theirs} >= {"create", "start", "destroy"}
+    assert _events_of(None, label, since, until) == []
+
+
+async def test_a_relayed_box_mounts_nothing_and_has_no_network(engine2, tmp_path):
+    from icae_tui.users.ask_server import AskServer
+    from icae_tui.users.channel import ClarificationChannel
+    from icae_tui.users.responders import Desk
+
+    sandbox = await DockerSandbox.open(host=engine2.url)
+    assert sandbox.remote
+    emitted = []
+
+    async def emit(ev) -> None:
+        emitted.append(ev)
+
+    desk = Desk(_FixedUser())
+    async with ClarificationChannel(desk, 2, emit) as channel:
+        server = AskServer(channel)
+        await server.start()
+        try:
+            box = await sandbox.create_box(BoxSpec(
+                image=BASE_IMAGE, run_id="t-relay", role=Role.TEST,
+                channels=(Channel(server.folder, "/run/icae"),),
+            ))  # fmt: skip
+            try:
+                info = await box.container.raw.show()  # type: ignore[attr-defined]
+                assert not info["HostConfig"].get("Binds") and not info.get("Mounts")
+                net = (await box.exec("cat /proc/net/dev")).stdout.decode().splitlines()[2:]
+                assert {line.split(":")[0].strip() for line in net} == {"lo"}
+                v4 = (await box.exec("cat /proc/net/route")).stdout.decode().splitlines()[1:]
+                assert v4 == []  # no IPv4 route at all
+                body = json.dumps({"question": "Which format?"})
+                ask = ("python3 -c \"import socket,sys; s=socket.socket(socket.AF_UNIX); "
+                       "s.connect('/run/icae/ask.sock'); s.sendall(sys.stdin.buffer.read()); "
+                       "print(s.recv(65536).decode())\"")  # fmt: skip
+                request = (f"POST /v1/ask HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                           f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n{body}")  # fmt: skip
+                res = await box.exec(ask, stdin=request.encode())
+                assert res.exit_code == 0, res.stderr
+                assert b"200 OK" in res.stdout and b'"question_id": 1' in res.stdout
+            finally:
+                await box.remove()
+        finally:
+            await server.close()
+    await sandbox.close()
+    assert [type(e).__name__ for e in emitted][:2] == ["QuestionAsked", "QuestionAnswered"]
+
+
+class _FixedUser:
+    """An automatic user with one answer (the channel asks it for a draft)."""
+
+    name = "fixed"
+
+    async def reply(self, question_id: int, question: str) -> Reply:
+        return Reply("plain text", [])
