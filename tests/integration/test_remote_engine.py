@@ -18,6 +18,7 @@ from icae_tui.domain.events import QuestionAnswered, QuestionAsked, RunFinished
 from icae_tui.sandbox.base import BoxSpec, Channel, Role
 from icae_tui.sandbox.docker.backend import DockerSandbox
 from icae_tui.sandbox.docker.images import BASE_IMAGE
+from icae_tui.sandbox.tree import TreeBounds
 from icae_tui.store import RunStore
 from icae_tui.users.responders import Reply
 from tests.integration.second_engine import SecondEngine, second_engine
@@ -114,6 +115,11 @@ async def test_a_relayed_box_mounts_nothing_and_has_no_network(engine2, tmp_path
                 res = await box.exec(ask, stdin=request.encode())
                 assert res.exit_code == 0, res.stderr
                 assert b"200 OK" in res.stdout and b'"question_id": 1' in res.stdout
+                # docker-py's calls (here the archive a tree is read from) reach this engine
+                # too, though DOCKER_HOST names the first
+                await box.put_files({"/work/a.txt": b"hi"})
+                tree = await box.read_tree("/work", TreeBounds(), lambda _p: True)
+                assert tree is not None and [e.path for e in tree.entries] == ["a.txt"]
             finally:
                 await box.remove()
         finally:

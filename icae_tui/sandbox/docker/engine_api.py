@@ -14,7 +14,7 @@ here and nowhere else, each with the reason next to it:
   `get_archive` holds it all in memory), through docker-py's public `APIClient.get_archive`.
 
 docker-py is synchronous: each call runs in a worker thread (`asyncio.to_thread`) with its
-own `APIClient` for the engine that `engine_url()` names, made when the call needs it and
+own `APIClient` for the engine the aiodocker client talks to (`url_of`), made when the call needs it and
 closed when it ends (a requests session is not meant to be shared across threads). Its
 errors come back as the ones the callers already handle: `aiodocker.DockerError` for an
 engine that answered with an error, `EngineUnavailable` for one that could not be reached.
@@ -65,9 +65,21 @@ async def write_stdin_and_close(stream: aiodocker.stream.Stream, data: bytes) ->
 # --- docker-py, in a thread -------------------------------------------------------------------
 
 
+def url_of(docker: aiodocker.Docker) -> str:
+    """The URL of the engine `docker` talks to (aiodocker keeps a Unix socket's path only in
+    its connector), so docker-py's calls reach the same engine, whichever that is."""
+    import aiohttp
+
+    connector = docker.connector
+    if isinstance(connector, aiohttp.UnixConnector):
+        return f"unix://{connector.path}"
+    return str(docker.docker_host)
+
+
 @contextlib.contextmanager
-def sync_client(api_version: str = "auto") -> Iterator[docker_py.APIClient]:
-    """A docker-py low-level client for the engine `engine_url()` names, closed on exit.
+def sync_client(api_version: str = "auto", url: str | None = None) -> Iterator[docker_py.APIClient]:
+    """A docker-py low-level client for the engine at `url` (default: the one `engine_url()`
+    names), closed on exit.
 
     `api_version` is aiodocker's (`"v1.41"` once negotiated, else `"auto"`, which makes
     docker-py ask the engine). TLS follows DOCKER_TLS_VERIFY/DOCKER_CERT_PATH as aiodocker
@@ -80,7 +92,7 @@ def sync_client(api_version: str = "auto") -> Iterator[docker_py.APIClient]:
         else False
     )
     with _translated_errors():
-        client = docker_py.APIClient(base_url=engine_url(), version=version, tls=tls)
+        client = docker_py.APIClient(base_url=url or engine_url(), version=version, tls=tls)
     try:
         yield client
     finally:
@@ -107,7 +119,7 @@ def _translated_errors() -> Iterator[None]:
 
 async def _in_thread(docker: aiodocker.Docker, call: Callable[[docker_py.APIClient], T]) -> T:
     def run() -> T:
-        with sync_client(docker.api_version) as client, _translated_errors():
+        with sync_client(docker.api_version, url_of(docker)) as client, _translated_errors():
             return call(client)
 
     return await asyncio.to_thread(run)
