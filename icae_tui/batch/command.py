@@ -21,6 +21,7 @@ import asyncio
 import json
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,7 @@ from icae_tui.batch.spec import (
     BatchLimits,
     BatchSpec,
     BatchSpecError,
+    EngineSlot,
     load_spec,
     machine_cores,
     match_tasks,
@@ -67,6 +69,10 @@ def add_arguments(batch: argparse.ArgumentParser) -> None:
                        help="cases at once per run (default: the cores shared by the runs)")  # fmt: skip
     batch.add_argument("--max-attempts", type=_count, default=None,
                        help="attempts of a run failing for infrastructure (default 3)")  # fmt: skip
+    batch.add_argument("--engine-pool", action="append", type=_slot, metavar="NAME[:RUNS]",
+                       help="an engine of a pool (repeatable): a backend or engines-file "
+                       "entry, with the runs it takes at once (default 1); a lost engine's "
+                       "runs go to the others")  # fmt: skip
     batch.add_argument("--resume", metavar="ID", help="go on with a stored batch")
     batch.add_argument("--list", action="store_true", help="the stored batches")
     batch.add_argument("--show", metavar="ID", help="a stored batch's report")
@@ -75,6 +81,14 @@ def add_arguments(batch: argparse.ArgumentParser) -> None:
     batch.add_argument("-v", "--verbose", action="store_true", help="every run's lines too")
     batch.add_argument("--console", action="store_true",
                        help="run it in the console's batch screen (human responders allowed)")  # fmt: skip
+
+
+def _slot(text: str) -> EngineSlot:
+    name, _, runs = text.partition(":")
+    try:
+        return EngineSlot(name=name, runs=int(runs) if runs else 1)
+    except ValueError as err:  # a bad number, or pydantic's own (a ValueError too)
+        raise argparse.ArgumentTypeError(f"{text!r}: NAME or NAME:RUNS (RUNS ≥ 1)") from err
 
 
 class BatchCommandError(Exception):
@@ -119,6 +133,8 @@ def spec_from_args(args: argparse.Namespace) -> BatchSpec:
         update["responders"] = [ResponderMode(v) for v in args.responder]
     if args.repeats is not None:
         update["repeats"] = args.repeats
+    if args.engine_pool:
+        update["engines"] = args.engine_pool
     limits = {k: v for k, v in (("runs_at_once", args.runs_at_once),
                                 ("cases_at_once", args.cases_at_once),
                                 ("max_attempts", args.max_attempts)) if v is not None}  # fmt: skip
@@ -144,7 +160,7 @@ def _tasks(spec: BatchSpec, args: argparse.Namespace, ids: list[str] | None) -> 
 
 def _check(
     items: list[BatchItem], tasks: dict[str, Task], agent_files: tuple[Path, ...], *,
-    console: bool = False,
+    console: bool = False, spec_engines: Sequence[EngineSlot] = (),
 ) -> None:  # fmt: skip
     """Before anything is stored: every agent exists for every task; headless, nobody at a
     terminal can answer several runs' questions at once (the console's operator can)."""
@@ -157,6 +173,14 @@ def _check(
         seen.add((item.task_id, item.agent))
         if why := check_agent(item.agent, tasks[item.task_id], agent_files):
             raise BatchCommandError(f"{item.task_id}: {why}")
+    from icae_tui.errors import ConfigError
+    from icae_tui.sandbox.registry import resolve
+
+    for slot in spec_engines:
+        try:
+            resolve(slot.name)
+        except ConfigError as err:
+            raise BatchCommandError(str(err)) from None
     operator = {str(m) for m in (ResponderMode.HUMAN, ResponderMode.ASSISTED)}
     if not console and any(item.responder in operator for item in items):
         raise BatchCommandError("a headless batch has no operator to answer: responders human "
@@ -190,7 +214,7 @@ def _execute(args: argparse.Namespace, batches: BatchStore) -> int:
                                        "engine": spec.engine or args.engine})  # fmt: skip
         tasks = _tasks(spec, args, None)
         items = expand(spec, list(tasks))
-        _check(items, tasks, agent_files, console=args.console)
+        _check(items, tasks, agent_files, console=args.console, spec_engines=spec.engines)
         batch_id = new_batch_id()
         batches.create(batch_id, spec, items)
     runner = BatchRunner(batch_id, spec, items, tasks, batches, cores=machine_cores(),
@@ -208,6 +232,10 @@ def _execute(args: argparse.Namespace, batches: BatchStore) -> int:
     code = _show(args, batches, batch_id)
     if status is BatchStatus.CANCELLED:
         print(f"batch cancelled: icae batch --resume {batch_id} goes on", file=sys.stderr)
+        return 1
+    if status is BatchStatus.STALLED:
+        print(f"batch stalled: no engine of its pool answers; start one, then icae batch "
+              f"--resume {batch_id}", file=sys.stderr)  # fmt: skip
         return 1
     gave_up = any(p.state is ItemState.GAVE_UP for p in runner.refresh().values())
     return 1 if gave_up else code

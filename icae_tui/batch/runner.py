@@ -25,9 +25,9 @@ from pathlib import Path
 
 from icae_tui.agents.registry import make_agent
 from icae_tui.batch.plan import BatchItem, ItemProgress, ItemState, progress_of
-from icae_tui.batch.spec import BatchSpec
+from icae_tui.batch.spec import BatchSpec, EngineSlot
 from icae_tui.batch.store import BatchStatus, BatchStore
-from icae_tui.domain.states import ResponderMode, RunStatus
+from icae_tui.domain.states import FailureKind, ResponderMode, RunStatus
 from icae_tui.domain.task import Level, Task
 from icae_tui.errors import IcaeError
 from icae_tui.run import Run, RunConfig, RunOutcome
@@ -75,6 +75,8 @@ class BatchRunner:
     # the runs going on, by item key: one can be cancelled alone (`cancel_item`)
     running: dict[str, asyncio.Task[RunOutcome]] = field(default_factory=dict)
     dropped: set[str] = field(default_factory=set)  # items whose run was cancelled alone
+    down: set[str] = field(default_factory=set)  # engines of the pool that stopped answering
+    _unfinished: int = 0
 
     def subscribe(self, display: BatchDisplay) -> None:
         self.displays.append(display)
@@ -112,32 +114,72 @@ class BatchRunner:
             if queue:
                 await self._prepare(queue)
             await self._run_all(queue)
-            status = BatchStatus.CANCELLED if self.dropped else BatchStatus.COMPLETED
+            if self.dropped:
+                status = BatchStatus.CANCELLED
+            elif any(p.state is ItemState.PENDING for p in self.progress.values()):
+                status = BatchStatus.STALLED  # no engine left for them
+            else:
+                status = BatchStatus.COMPLETED
             return status
         finally:
             self.batches.finish(self.batch_id, status)
 
     # --- before the runs ------------------------------------------------------------------
 
+    @property
+    def pool(self) -> list[EngineSlot]:
+        """The engines the runs go to: the spec's pool, else the one engine with
+        `runs_at_once`."""
+        return list(self.spec.engines) or [EngineSlot(name=self.engine, runs=self.runs_at_once)]
+
     async def _prepare(self, queue: list[BatchItem]) -> None:
-        """One sweep, then every image the queue needs, one at a time. A build that fails
-        here is said and left to the runs (theirs fails for infrastructure, and is retried)."""
+        """On every engine of the pool at once: one sweep, then every image the queue
+        needs, one at a time on each. An engine that does not answer is left out (said);
+        a build that fails is said and left to the runs (theirs fails for infrastructure,
+        and is retried)."""
+        await asyncio.gather(*(self._prepare_on(slot.name, queue) for slot in self.pool))
+
+    async def _prepare_on(self, engine: str, queue: list[BatchItem]) -> None:
         try:
-            sandbox = await open_sandbox(self.engine)
+            sandbox = await open_sandbox(engine)
         except IcaeError as err:
-            self._tell(BatchMessage(f"engine {self.engine}: {err} (the runs will say so)"))
+            self._engine_down(engine, f"{err}")
             return
         try:
             swept = await sandbox.sweep()
             if swept.containers or swept.images:
-                self._tell(BatchMessage(f"removed {len(swept.containers)} container(s) and "
-                                        f"{len(swept.images)} image(s) left by earlier runs"))  # fmt: skip
+                self._tell(BatchMessage(f"{engine}: removed {len(swept.containers)} container(s) "
+                                        f"and {len(swept.images)} image(s) left by earlier runs"))  # fmt: skip
             done: set[tuple[str, str]] = set()
             for item in queue:
                 if (item.task_id, item.agent) in done:
                     continue
                 done.add((item.task_id, item.agent))
                 await self._images(sandbox, item)
+        finally:
+            await asyncio.shield(sandbox.close())
+
+    def _engine_down(self, engine: str, why: str) -> None:
+        if engine in self.down:
+            return
+        self.down.add(engine)
+        left = [s.name for s in self.pool if s.name not in self.down]
+        then = f"its runs go to {', '.join(left)}" if left else "no engine is left"
+        self._tell(BatchMessage(f"engine {engine} is down ({why}): {then}"))
+
+    async def _healthy(self, engine: str) -> bool:
+        """Whether `engine` answers now (after one of its runs failed for infrastructure)."""
+        try:
+            sandbox = await open_sandbox(engine)
+        except IcaeError as err:
+            self._engine_down(engine, str(err))
+            return False
+        try:
+            await sandbox.ping()
+            return True
+        except IcaeError as err:
+            self._engine_down(engine, str(err))
+            return False
         finally:
             await asyncio.shield(sandbox.close())
 
@@ -159,36 +201,61 @@ class BatchRunner:
     # --- the runs ---------------------------------------------------------------------------
 
     async def _run_all(self, queue: list[BatchItem]) -> None:
-        todo: asyncio.Queue[BatchItem] = asyncio.Queue()
+        """Each engine's `runs` workers take items from one queue; an item back in it (an
+        infrastructure failure) goes to whichever engine is free next. Ends when every item
+        has a result, or when no engine is left (the rest stay pending for --resume)."""
+        todo: asyncio.Queue[BatchItem | None] = asyncio.Queue()
         for item in queue:
             todo.put_nowait(item)
+        self._unfinished = len(queue)
+        over = asyncio.Event()
+        if not queue or self._no_engine_left():
+            return
+        workers = [(slot.name, i) for slot in self.pool for i in range(slot.runs)]
         async with asyncio.TaskGroup() as group:
-            for _ in range(min(self.runs_at_once, max(1, len(queue)))):
-                group.create_task(self._worker(todo))
+            for engine, _ in workers:
+                group.create_task(self._worker(engine, todo, over))
+            await over.wait()
+            for _ in workers:  # wake the workers waiting for an item: there is none to come
+                todo.put_nowait(None)
 
-    async def _worker(self, todo: asyncio.Queue[BatchItem]) -> None:
-        while True:
-            try:
-                item = todo.get_nowait()
-            except asyncio.QueueEmpty:
+    def _no_engine_left(self) -> bool:
+        return all(slot.name in self.down for slot in self.pool)
+
+    async def _worker(
+        self, engine: str, todo: asyncio.Queue[BatchItem | None], over: asyncio.Event
+    ) -> None:
+        while engine not in self.down and not over.is_set():
+            item = await todo.get()
+            if item is None:
                 return
-            again = await self._run_item(item)
+            if engine in self.down:  # went down while this worker waited
+                todo.put_nowait(item)
+                break
+            again = await self._run_item(item, engine)
             if again:
                 todo.put_nowait(item)
+            else:
+                self._unfinished -= 1
+            if self._unfinished == 0:
+                over.set()
+        if self._no_engine_left():
+            over.set()
 
-    def _config(self, item: BatchItem) -> RunConfig:
+    def _config(self, item: BatchItem, engine: str) -> RunConfig:
         return RunConfig(
             task=self.tasks[item.task_id], agent=item.agent, level=Level(item.level),
             responder=ResponderMode(item.responder), budget=self.spec.limits.budget,
-            concurrency=self.cases_at_once, agent_files=self.agent_files, engine=self.engine,
+            concurrency=self.cases_at_once, agent_files=self.agent_files, engine=engine,
             sweep=False,
         )  # fmt: skip
 
-    async def _run_item(self, item: BatchItem) -> bool:
-        """One attempt at `item`; whether it goes back in the queue (infrastructure)."""
-        run = Run(self._config(item), self.batches.runs)
+    async def _run_item(self, item: BatchItem, engine: str) -> bool:
+        """One attempt at `item` on `engine`; whether it goes back in the queue
+        (infrastructure: and when the engine no longer answers, it is left out)."""
+        run = Run(self._config(item, engine), self.batches.runs)
         attempt = len(self.batches.attempts_of(self.batch_id, item.key)) + 1
-        self.batches.add_attempt(self.batch_id, item.key, attempt, run.run_id)
+        self.batches.add_attempt(self.batch_id, item.key, attempt, run.run_id, engine)
         self.progress[item.key] = ItemProgress(ItemState.RUNNING, attempt, run.run_id)
         self._tell(ItemStarted(item, attempt, run))
         job = asyncio.ensure_future(run.execute())
@@ -203,6 +270,8 @@ class BatchRunner:
             self.dropped.add(item.key)
         finally:
             self.running.pop(item.key, None)
+        if outcome.failure is FailureKind.INFRASTRUCTURE:
+            await self._healthy(engine)  # an engine lost: left out from now on
         attempts = self.batches.attempts_of(self.batch_id, item.key)
         now = progress_of(attempts, self.spec.limits.max_attempts)
         self.progress[item.key] = now

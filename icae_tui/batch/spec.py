@@ -10,6 +10,10 @@ runs at once. Written as TOML (`icae batch SPEC`) or given as flags for the comm
     tasks_dir = "../imported"            # optional; relative to the spec file
     engine = "docker"                    # optional; a backend or an engines-file entry
 
+    [[engines]]                          # or a pool of engines, each with its runs at once
+    name = "docker"                      # (a lost engine's runs are retried on the others)
+    runs = 2
+
     [limits]
     runs_at_once = 2                     # default: half the machine's cores, at least 1
     cases_at_once = 2                    # per run; default: cores shared between the runs
@@ -60,6 +64,16 @@ class BatchLimits(BaseModel):
         return self.cases_at_once or max(1, cores // self.runs(cores))
 
 
+class EngineSlot(BaseModel):
+    """One engine of a batch's pool (`[[engines]]`): a backend or an engines-file entry, and
+    how many of the batch's runs it takes at once."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: NonEmpty
+    runs: Count = 1
+
+
 class BatchSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -71,7 +85,18 @@ class BatchSpec(BaseModel):
     repeats: Annotated[int, Field(strict=True, ge=1, le=1000)] = 1
     tasks_dir: str | None = None
     engine: str | None = None
+    # a pool of engines instead of one: each takes its `runs` at once, a lost one's runs go
+    # to the others (runner.py); none: `engine` with the limits' runs_at_once
+    engines: list[EngineSlot] = []
     limits: BatchLimits = BatchLimits()
+
+    @field_validator("engines")
+    @classmethod
+    def _engines_once(cls, slots: list[EngineSlot]) -> list[EngineSlot]:
+        names = [s.name for s in slots]
+        if twice := sorted({n for n in names if names.count(n) > 1}):
+            raise ValueError(f"engines named twice: {', '.join(twice)}")
+        return slots
 
     @field_validator("tasks", "agents")
     @classmethod

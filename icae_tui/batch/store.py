@@ -49,6 +49,7 @@ CREATE TABLE IF NOT EXISTS batch_attempts (
     item_key TEXT NOT NULL,
     attempt INTEGER NOT NULL,
     run_id TEXT NOT NULL,
+    engine TEXT,
     PRIMARY KEY (batch_id, item_key, attempt)
 );
 """
@@ -59,6 +60,7 @@ class BatchStatus(StrEnum):
     COMPLETED = "completed"  # every item has a result (or used up its attempts)
     CANCELLED = "cancelled"  # stopped by the operator: `--resume` goes on
     INTERRUPTED = "interrupted"  # its owner died (kill -9, a crash): `--resume` goes on
+    STALLED = "stalled"  # every engine of its pool stopped answering: `--resume` goes on
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,9 @@ class BatchStore:
         self.runs = store
         self.db = store.db
         self.db.executescript(SCHEMA)
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(batch_attempts)")}
+        if "engine" not in columns:  # a store made before engine pools
+            self.db.execute("ALTER TABLE batch_attempts ADD COLUMN engine TEXT")
 
     def create(self, batch_id: str, spec: BatchSpec, items: list[BatchItem]) -> None:
         with self.db:
@@ -112,11 +117,21 @@ class BatchStore:
             (status, time.time(), batch_id),
         )
 
-    def add_attempt(self, batch_id: str, item_key: str, attempt: int, run_id: str) -> None:
+    def add_attempt(
+        self, batch_id: str, item_key: str, attempt: int, run_id: str, engine: str | None = None
+    ) -> None:
         self.db.execute(
-            "INSERT INTO batch_attempts (batch_id, item_key, attempt, run_id) VALUES (?, ?, ?, ?)",
-            (batch_id, item_key, attempt, run_id),
+            "INSERT INTO batch_attempts (batch_id, item_key, attempt, run_id, engine)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (batch_id, item_key, attempt, run_id, engine),
         )
+
+    def engines_of(self, batch_id: str) -> dict[str, str | None]:
+        """Each attempt's run id → the engine it ran on."""
+        rows = self.db.execute(
+            "SELECT run_id, engine FROM batch_attempts WHERE batch_id=?", (batch_id,)
+        ).fetchall()
+        return dict(rows)
 
     def batch(self, batch_id: str) -> BatchRow | None:
         self.mark_interrupted()

@@ -26,6 +26,12 @@ class SecondEngine:
     url: str  # tcp://127.0.0.1:PORT
     socket: Path  # its Unix socket (for the docker CLI, say)
     folder: Path
+    process: subprocess.Popen[bytes]
+
+    def stop(self) -> None:
+        """The engine goes away (SIGTERM: it stops its containers and exits), as an engine
+        lost mid-batch does; returns at once."""
+        self.process.terminate()
 
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(["docker", "-H", f"unix://{self.socket}", *args],
@@ -69,11 +75,11 @@ def second_engine() -> Iterator[SecondEngine]:
         save.wait()
         if load.returncode != 0 or save.returncode != 0:
             raise RuntimeError(f"the base image did not reach the second engine: {load.stderr!r}")
-        yield SecondEngine(f"tcp://127.0.0.1:{port}", sock, folder)
+        yield SecondEngine(f"tcp://127.0.0.1:{port}", sock, folder, proc)
     finally:
         proc.terminate()
         try:
-            proc.wait(timeout=30)
+            proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
