@@ -102,6 +102,9 @@ def test_a_batch_refuses_unknown_agents_and_tasks_before_storing_anything(
     assert main(_batch(tmp_path, "--task", "mini", "--agent", "scripted:good", "--responder",
                        "human")) == 2  # fmt: skip
     assert "responders human and assisted need the console" in capsys.readouterr().err
+    assert main(_batch(tmp_path, "--task", "mini", "--agent", "scripted:good", "--engine-pool",
+                       "nope:2")) == 2  # fmt: skip
+    assert "engine 'nope': no such backend or engines entry" in capsys.readouterr().err
     assert _batch_ids(tmp_path) == []
 
 

@@ -119,3 +119,22 @@ INFRA = FailureKind.INFRASTRUCTURE
 def test_what_an_items_attempts_came_to(attempts, state, counted, run_id):
     p = progress_of(attempts, max_attempts=3)
     assert (p.state, p.attempts, p.run_id) == (state, counted, run_id)
+
+
+def test_an_engine_pool_in_the_spec_and_as_flags():
+    from icae_tui.batch.command import _slot
+    from icae_tui.batch.spec import EngineSlot
+
+    spec = parse_spec('tasks = ["a"]\nagents = ["x"]\n\n[[engines]]\nname = "docker"\nruns = 2\n'
+                      '\n[[engines]]\nname = "lab"\n', Path("b.toml"))  # fmt: skip
+    assert spec.engines == [EngineSlot(name="docker", runs=2), EngineSlot(name="lab", runs=1)]
+    with pytest.raises(BatchSpecError, match="engines named twice: lab"):
+        parse_spec('tasks = ["a"]\nagents = ["x"]\n[[engines]]\nname = "lab"\n'
+                   '[[engines]]\nname = "lab"\n', Path("b.toml"))  # fmt: skip
+    assert _slot("lab:3") == EngineSlot(name="lab", runs=3)
+    assert _slot("docker") == EngineSlot(name="docker", runs=1)
+    import argparse
+
+    for bad in ("lab:0", "lab:x", ":2"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            _slot(bad)
