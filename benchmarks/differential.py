@@ -15,6 +15,11 @@ fallback path (what a remote engine gets):
 Prints cases/second and the ratios `engine vs naive` and `floor vs engine`. Timing runs from
 the first case to the last result: the engine's pool warm-up is counted, the baselines'
 container start-up and every tear-down are not (in the baselines' favour).
+
+`--remote` also starts a second engine on this machine, reached over TCP as a remote one is
+(tests/integration/second_engine.py: its own dockerd, data root and loopback port), and runs
+the engine (which takes its remote path there: a fresh box per case, `/changes`) and the
+naive baseline against it, printing `remote engine vs naive` beside the local ratio.
 """
 
 from __future__ import annotations
@@ -119,13 +124,40 @@ async def run_floor(docker, task: Task, sides: Sides) -> tuple[float, int]:
         return time.perf_counter() - started, same
 
 
+async def run_remote(url: str, base: Task, n_cases: int) -> dict[str, float]:
+    """The engine and the naive baseline on the engine at `url`: remote engine vs naive."""
+    docker = await connect(url=url)
+    ratios = {}
+    try:
+        images = await ensure_task_images(docker, base)
+        sides = Sides(oracle_image=images.oracle, delivery_image=images.oracle)
+        for name, share in (("mixed (30% file-writing)", 0.3), ("stdout-only", 0.0)):
+            task = suite(base, n_cases, share)
+            n = len(task.cases)
+            figures = {}
+            for way, coro in (("engine", run_engine(docker, task, sides, fast=True)),
+                              ("naive", run_naive(docker, task, sides))):  # fmt: skip
+                elapsed, ok = await coro
+                figures[way] = n / elapsed
+                print(f"  remote {name:<19} {way:<9} {elapsed:6.2f} s  {n / elapsed:6.1f} cases/s"
+                      f"  ({ok}/{n} agree)")  # fmt: skip
+            ratios[name] = figures["engine"] / figures["naive"]
+            print(f"{name}: remote engine vs naive: {ratios[name]:.1f}x")
+    finally:
+        await docker.close()
+    return ratios
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", type=int, default=50)
+    ap.add_argument("--remote", action="store_true",
+                    help="also measure the remote path, on a second engine over TCP")  # fmt: skip
     args = ap.parse_args()
     catalog = load_catalog(ROOT / "tests" / "fixtures" / "tasks")
     base = catalog.tasks["mini"]
     docker = await connect()
+    local: dict[str, float] = {}
     try:
         images = await ensure_task_images(docker, base)
         # the delivery is the oracle's twin: same image, so every case must pass
@@ -148,7 +180,8 @@ async def main() -> None:
                 print(
                     f"  {name:<26} {way:<9} {elapsed:6.2f} s  {n / elapsed:6.1f} cases/s  ({ok}/{n} agree)"
                 )
-            print(f"{name}: engine vs naive: {figures['engine'] / figures['naive']:.1f}x")
+            local[name] = figures["engine"] / figures["naive"]
+            print(f"{name}: engine vs naive: {local[name]:.1f}x")
             print(f"{name}: floor vs engine: {figures['floor'] / figures['engine']:.1f}x")
             print(f"{name}: fallback vs naive: {figures['fallback'] / figures['naive']:.1f}x")
             print(
@@ -158,6 +191,13 @@ async def main() -> None:
             )
     finally:
         await docker.close()
+    if args.remote:
+        from tests.integration.second_engine import second_engine
+
+        with second_engine() as engine:
+            remote = await run_remote(engine.url, base, args.cases)
+        for name, ratio in remote.items():
+            print(f"{name}: engine vs naive — local {local[name]:.1f}x, remote {ratio:.1f}x")
 
 
 if __name__ == "__main__":
