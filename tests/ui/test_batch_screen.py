@@ -90,17 +90,22 @@ async def test_the_grid_follows_the_batch_and_a_cell_opens_its_run(store, fixtur
         await until(pilot, lambda: app.screen is screen)
         assert cell(screen, PARTIAL) == "✔ 40.0% ×2"
 
+async def waiting_run(pilot, app, screens) -> tuple[BatchScreen, RunScreen]:
+    """The batch screen once its one run waits on the operator, and that run's screen,
+    opened from its cell."""
+    await until(pilot, lambda: bool(screens) and app.screen is screens[0])
+    screen = screens[0]
+    await until(pilot, lambda: cell(screen, GOOD) == f"▶ 0/1 {WAITING}", timeout=BATCH_S)
+    await pilot.press("right", "enter")
+    await until(pilot, lambda: isinstance(app.screen, RunScreen))
+    return screen, app.screen
+
 
 async def test_the_operator_answers_a_batch_run_through_its_attached_screen(store, fixture_catalog):
     runner = runner_of(store, fixture_catalog, [GOOD], responder=ResponderMode.HUMAN)
     app, screens = console(store, fixture_catalog, runner)
     async with app.run_test(size=(160, 45)) as pilot:
-        await until(pilot, lambda: bool(screens) and app.screen is screens[0])
-        screen = screens[0]
-        await until(pilot, lambda: cell(screen, GOOD) == f"▶ 0/1 {WAITING}", timeout=BATCH_S)
-        await pilot.press("right", "enter")
-        await until(pilot, lambda: isinstance(app.screen, RunScreen))
-        run_screen = app.screen
+        screen, run_screen = await waiting_run(pilot, app, screens)
         handle = run_screen.handle
         assert handle.live and handle.attached and run_screen.worker is None
         assert {Capability.ANSWER, Capability.SWITCH_RESPONDER, Capability.PAUSE,
@@ -129,12 +134,7 @@ async def test_the_operator_cancels_one_batch_run_alone(store, fixture_catalog):
     runner = runner_of(store, fixture_catalog, [GOOD], responder=ResponderMode.HUMAN)
     app, screens = console(store, fixture_catalog, runner)
     async with app.run_test(size=(160, 45)) as pilot:
-        await until(pilot, lambda: bool(screens) and app.screen is screens[0])
-        screen = screens[0]
-        await until(pilot, lambda: cell(screen, GOOD) == f"▶ 0/1 {WAITING}", timeout=BATCH_S)
-        await pilot.press("right", "enter")
-        await until(pilot, lambda: isinstance(app.screen, RunScreen))
-        run_screen = app.screen
+        screen, run_screen = await waiting_run(pilot, app, screens)
         await until(pilot, lambda: run_screen.awaiting == 1)
         run_screen.cancel_run()
         await until(pilot, lambda: run_screen.finished is not None, timeout=BATCH_S)
