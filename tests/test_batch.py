@@ -68,8 +68,8 @@ def test_a_batch_runs_every_item_and_a_completed_one_resumed_redoes_nothing(
     assert printed.count("■ mini|") == 4 and "━━ batch " in printed
     # the same report as JUnit XML and Markdown
     (batch_id,) = _batch_ids(tmp_path)
-    xml_path, md_path = tmp_path / "b.xml", tmp_path / "b.md"
-    for path in (xml_path, md_path):
+    xml_path, md_path, html_path = tmp_path / "b.xml", tmp_path / "b.md", tmp_path / "b.html"
+    for path in (xml_path, md_path, html_path):
         assert main(["--home", str(tmp_path), "batch", "--show", batch_id, "--report", str(path)]) == 0
     suites = ET.parse(xml_path).getroot()
     assert suites.get("failures") == "0"
@@ -77,6 +77,9 @@ def test_a_batch_runs_every_item_and_a_completed_one_resumed_redoes_nothing(
         ("mini × scripted:good · L1 · simulated", "2"),
         ("mini × scripted:partial · L1 · simulated", "2"),
     ]
+    page = html_path.read_text()
+    assert page.count("<svg") == 1 and "<script" not in page
+    assert "mini × scripted:partial · L1" in page and "40.0% ± 0.0 (n=2)" in page
     assert "| mini | scripted:partial | L1 | simulated | 40.0% ± 0.0 (n=2) | 50.0% |" in (
         md_path.read_text()
     )

@@ -26,7 +26,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from icae_tui.batch.plan import BatchItem, ItemState, expand
-from icae_tui.batch.report import batch_report, report_junit, report_lines, report_markdown
+from icae_tui.batch.report import (
+    batch_report,
+    report_html,
+    report_junit,
+    report_lines,
+    report_markdown,
+)
 from icae_tui.batch.spec import (
     BatchLimits,
     BatchSpec,
@@ -77,7 +83,7 @@ def add_arguments(batch: argparse.ArgumentParser) -> None:
     batch.add_argument("--list", action="store_true", help="the stored batches")
     batch.add_argument("--show", metavar="ID", help="a stored batch's report")
     batch.add_argument("--report", metavar="FILE",
-                       help="write the report: .md Markdown, .xml JUnit, else JSON")  # fmt: skip
+                       help="write the report: .md Markdown, .xml JUnit, .html a page, else JSON")  # fmt: skip
     batch.add_argument("-v", "--verbose", action="store_true", help="every run's lines too")
     batch.add_argument("--console", action="store_true",
                        help="run it in the console's batch screen (human responders allowed)")  # fmt: skip
@@ -293,7 +299,7 @@ def _json(report: dict[str, Any]) -> str:
 
 
 # --report's format by the file's suffix; anything else is JSON
-REPORT_FORMATS = {".md": report_markdown, ".xml": report_junit}
+REPORT_FORMATS = {".md": report_markdown, ".xml": report_junit, ".html": report_html}
 
 
 def _show(args: argparse.Namespace, batches: BatchStore, batch_id: str) -> int:

@@ -26,7 +26,9 @@ from icae_tui.batch.store import BatchRow, BatchStore
 from icae_tui.domain.events import AgentStopped, Event
 from icae_tui.domain.states import FailureKind, RunStatus, StopReason
 from icae_tui.repeats import Repeat, summary
-from icae_tui.reports.text import md, xml_line
+from icae_tui.reports import svg
+from icae_tui.reports.html import CSS
+from icae_tui.reports.text import h, md, xml_line
 from icae_tui.run_summary import summarize
 
 REPORT_VERSION = 1
@@ -181,3 +183,38 @@ def report_junit(report: dict[str, Any]) -> str:
         failures += bad
     root.set("failures", str(failures))
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def report_html(report: dict[str, Any]) -> str:
+    """One self-contained page (inline CSS and SVG, no script, every name escaped): the
+    outcome counts, the mean overall per pairing as bars (sd and n beside), the table."""
+    rows = []
+    for p in report["pairings"]:
+        f = p["figures"].get("overall")
+        note = "no completed run" if f is None else (
+            f"{_pct(f['mean'])}" + ("" if f["sd"] is None else f" ± {100 * f['sd']:.1f}")
+            + f" (n={f['n']})"
+        )
+        rows.append(svg.Bar(f"{p['task']} × {p['agent']} · {p['level']}",
+                            None if f is None else f["mean"], note))  # fmt: skip
+    outcomes = ", ".join(f"{h(k)} {n}" for k, n in report["outcomes"].items())
+    cells = "".join(
+        f"<tr><td>{h(p['task'])}</td><td>{h(p['agent'])}</td><td>{h(p['level'])}</td>"
+        f"<td>{h(p['responder'])}</td><td class=\"n\">{h(_overall(p))}</td></tr>"
+        for p in report["pairings"]
+    )
+    title = f"Batch report: {h(report['batch_id'])}" + (
+        f" — {h(report['name'])}" if report["name"] else ""
+    )
+    return "".join([
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{title}</title><style>{CSS}</style></head><body>",
+        f"<h1>{title}</h1>",
+        f'<p class="sub">{report["items"]} runs, {h(report["status"])}. Outcomes: {outcomes}.</p>',
+        "<h2>Overall per pairing</h2>",
+        f"<figure>{svg.bars('Mean overall per pairing', rows)}<figcaption>the mean over its "
+        "completed repeats, ± the sample standard deviation in points</figcaption></figure>",
+        "<table><tr><th>task</th><th>agent</th><th>level</th><th>responder</th>"
+        f'<th class="n">overall</th></tr>{cells}</table>',
+        "</body></html>\n",
+    ])  # fmt: skip
