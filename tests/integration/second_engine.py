@@ -1,8 +1,10 @@
 """A second Docker engine on this machine, as a remote one: its own `dockerd` with its own data
 root, exec root and Unix socket, answering on a loopback TCP port (`tcp://` is not a local
 socket to the docker backend, so it mounts nothing of this host and relays the channels),
-with no bridge and no iptables of its own. The base image is copied into it from the first
-engine (`docker save | docker load`), so its task images build as they would anywhere."""
+with a bridge of its own (never `--bridge none`: a dockerd started so deletes `docker0`,
+the first engine's bridge, on its way up) and no iptables of its own. The base image is
+copied into it from the first engine (`docker save | docker load`), so its task images build
+as they would anywhere."""
 
 from __future__ import annotations
 
@@ -44,6 +46,10 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _has_link(name: str) -> bool:
+    return subprocess.run(["ip", "link", "show", name], capture_output=True).returncode == 0
+
+
 def _answers(sock: Path) -> bool:
     done = subprocess.run(["docker", "-H", f"unix://{sock}", "version", "--format",
                            "{{.Server.Version}}"], capture_output=True, check=False)  # fmt: skip
@@ -52,13 +58,19 @@ def _answers(sock: Path) -> bool:
 
 @contextlib.contextmanager
 def second_engine() -> Iterator[SecondEngine]:
+    had_docker0 = _has_link("docker0")
     folder = Path(tempfile.mkdtemp(prefix="icae-engine2-"))
     sock, port = folder / "docker.sock", _free_port()
+    bridge = f"icaebr{port}"  # at most 15 characters, as interface names are
+    for step in (["link", "add", bridge, "type", "bridge"],
+                 ["addr", "add", f"10.213.{port % 250}.1/24", "dev", bridge],
+                 ["link", "set", bridge, "up"]):  # fmt: skip
+        subprocess.run(["ip", *step], check=True, capture_output=True)
     log = (folder / "dockerd.log").open("wb")
     proc = subprocess.Popen(
         ["dockerd", "--data-root", str(folder / "data"), "--exec-root", str(folder / "exec"),
          "--pidfile", str(folder / "docker.pid"), "-H", f"unix://{sock}",
-         "-H", f"tcp://127.0.0.1:{port}", "--tls=false", "--bridge", "none",
+         "-H", f"tcp://127.0.0.1:{port}", "--tls=false", "--bridge", bridge,
          "--iptables=false", "--ip6tables=false", "--storage-driver", "overlay2"],
         stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
@@ -86,3 +98,6 @@ def second_engine() -> Iterator[SecondEngine]:
         log.close()
         subprocess.run(["umount", "-R", str(folder / "data")], capture_output=True, check=False)
         shutil.rmtree(folder, ignore_errors=True)
+        subprocess.run(["ip", "link", "del", bridge], capture_output=True, check=False)
+        if had_docker0 and not _has_link("docker0"):  # the first engine's bridge must survive
+            raise RuntimeError("the second engine removed docker0, the first engine's bridge")
