@@ -186,10 +186,11 @@ class RunOutcome:
 
 
 class Run:
-    def __init__(self, config: RunConfig, store: RunStore) -> None:
+    def __init__(self, config: RunConfig, store: RunStore, *, run_id: str | None = None) -> None:
+        """`run_id`: given when the run is another's (a cluster node runs the head's run)."""
         self.config = config
         self.store = store
-        self.run_id = new_run_id()
+        self.run_id = run_id or new_run_id()
         self.log = RunLog(self.run_id, store)
         self._model_user: ModelUser | None = None  # the automatic user, when it is a model
         self.desk = Desk(self._auto_responder(), config.responder)

@@ -19,20 +19,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from icae_tui.agents.registry import make_agent
+from icae_tui.batch.placement import (
+    BatchRun,
+    EnginePlacement,
+    Placement,
+    PlacementDown,
+    Preparing,
+)
 from icae_tui.batch.plan import BatchItem, ItemProgress, ItemState, progress_of
 from icae_tui.batch.spec import BatchSpec, EngineSlot
 from icae_tui.batch.store import BatchStatus, BatchStore
 from icae_tui.domain.states import FailureKind, ResponderMode, RunStatus
 from icae_tui.domain.task import Level, Task
-from icae_tui.errors import IcaeError
-from icae_tui.run import Run, RunConfig, RunOutcome
-from icae_tui.sandbox.base import Sandbox
-from icae_tui.sandbox.registry import open_sandbox
+from icae_tui.run import RunConfig, RunOutcome
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +44,7 @@ log = logging.getLogger(__name__)
 class ItemStarted:
     item: BatchItem
     attempt: int
-    run: Run  # live: a display may subscribe to it, or take over its questions
+    run: BatchRun  # live: a display may subscribe to it, or take over its questions
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,9 @@ class BatchRunner:
     progress: dict[str, ItemProgress] = field(default_factory=dict)
     # the runs going on, by item key: one can be cancelled alone (`cancel_item`)
     running: dict[str, asyncio.Task[RunOutcome]] = field(default_factory=dict)
+    # where the runs go, when not this process's engines (a Ray cluster's nodes)
+    placements: Sequence[Placement] = ()
+    _engines: list[Placement] = field(default_factory=list)
     dropped: set[str] = field(default_factory=set)  # items whose run was cancelled alone
     down: set[str] = field(default_factory=set)  # engines of the pool that stopped answering
     _unfinished: int = 0
@@ -127,37 +133,28 @@ class BatchRunner:
     # --- before the runs ------------------------------------------------------------------
 
     @property
-    def pool(self) -> list[EngineSlot]:
-        """The engines the runs go to: the spec's pool, else the one engine with
-        `runs_at_once`."""
-        return list(self.spec.engines) or [EngineSlot(name=self.engine, runs=self.runs_at_once)]
+    def pool(self) -> list[Placement]:
+        """Where the runs go: the placements given (a Ray cluster's nodes), else the spec's
+        pool of engines, else the one engine with `runs_at_once`."""
+        if self.placements:
+            return list(self.placements)
+        if not self._engines:
+            slots = list(self.spec.engines) or [EngineSlot(name=self.engine, runs=self.runs_at_once)]
+            self._engines = [EnginePlacement(s.name, s.runs) for s in slots]
+        return list(self._engines)
 
     async def _prepare(self, queue: list[BatchItem]) -> None:
-        """On every engine of the pool at once: one sweep, then every image the queue
-        needs, one at a time on each. An engine that does not answer is left out (said);
-        a build that fails is said and left to the runs (theirs fails for infrastructure,
-        and is retried)."""
-        await asyncio.gather(*(self._prepare_on(slot.name, queue) for slot in self.pool))
+        """On every placement at once: one sweep, then every image the queue needs, one at a
+        time on each. One that does not answer is left out (said)."""
+        ctx = Preparing(self.batch_id, self.tasks, self.agent_files,
+                        lambda text: self._tell(BatchMessage(text)))  # fmt: skip
+        await asyncio.gather(*(self._prepare_on(place, queue, ctx) for place in self.pool))
 
-    async def _prepare_on(self, engine: str, queue: list[BatchItem]) -> None:
+    async def _prepare_on(self, place: Placement, queue: list[BatchItem], ctx: Preparing) -> None:
         try:
-            sandbox = await open_sandbox(engine)
-        except IcaeError as err:
-            self._engine_down(engine, f"{err}")
-            return
-        try:
-            swept = await sandbox.sweep()
-            if swept.containers or swept.images:
-                self._tell(BatchMessage(f"{engine}: removed {len(swept.containers)} container(s) "
-                                        f"and {len(swept.images)} image(s) left by earlier runs"))  # fmt: skip
-            done: set[tuple[str, str]] = set()
-            for item in queue:
-                if (item.task_id, item.agent) in done:
-                    continue
-                done.add((item.task_id, item.agent))
-                await self._images(sandbox, item)
-        finally:
-            await asyncio.shield(sandbox.close())
+            await place.prepare(queue, ctx)
+        except PlacementDown as err:
+            self._engine_down(place.name, str(err))
 
     def _engine_down(self, engine: str, why: str) -> None:
         if engine in self.down:
@@ -167,36 +164,14 @@ class BatchRunner:
         then = f"its runs go to {', '.join(left)}" if left else "no engine is left"
         self._tell(BatchMessage(f"engine {engine} is down ({why}): {then}"))
 
-    async def _healthy(self, engine: str) -> bool:
-        """Whether `engine` answers now (after one of its runs failed for infrastructure)."""
+    async def _healthy(self, place: Placement) -> bool:
+        """Whether `place` answers now (after one of its runs failed for infrastructure)."""
         try:
-            sandbox = await open_sandbox(engine)
-        except IcaeError as err:
-            self._engine_down(engine, str(err))
-            return False
-        try:
-            await sandbox.ping()
+            await place.check()
             return True
-        except IcaeError as err:
-            self._engine_down(engine, str(err))
+        except PlacementDown as err:
+            self._engine_down(place.name, str(err))
             return False
-        finally:
-            await asyncio.shield(sandbox.close())
-
-    async def _images(self, sandbox: Sandbox, item: BatchItem) -> None:
-        task = self.tasks[item.task_id]
-
-        def said(message: str) -> None:
-            self._tell(BatchMessage(f"{task.id}: {message}"))
-
-        try:
-            images = await sandbox.task_images(task, said)
-            agent = make_agent(item.agent, task, agent_files=self.agent_files)
-            if (need := agent.needs.image) is not None:
-                await sandbox.agent_image(images.agent, agent.name, need.version,
-                                          list(need.install), said, run_id=self.batch_id)  # fmt: skip
-        except IcaeError as err:
-            said(f"images for {item.agent} not built ahead: {err}")
 
     # --- the runs ---------------------------------------------------------------------------
 
@@ -211,10 +186,10 @@ class BatchRunner:
         over = asyncio.Event()
         if not queue or self._no_engine_left():
             return
-        workers = [(slot.name, i) for slot in self.pool for i in range(slot.runs)]
+        workers = [place for place in self.pool for _ in range(place.runs)]
         async with asyncio.TaskGroup() as group:
-            for engine, _ in workers:
-                group.create_task(self._worker(engine, todo, over))
+            for place in workers:
+                group.create_task(self._worker(place, todo, over))
             await over.wait()
             for _ in workers:  # wake the workers waiting for an item: there is none to come
                 todo.put_nowait(None)
@@ -223,16 +198,16 @@ class BatchRunner:
         return all(slot.name in self.down for slot in self.pool)
 
     async def _worker(
-        self, engine: str, todo: asyncio.Queue[BatchItem | None], over: asyncio.Event
+        self, place: Placement, todo: asyncio.Queue[BatchItem | None], over: asyncio.Event
     ) -> None:
-        while engine not in self.down and not over.is_set():
+        while place.name not in self.down and not over.is_set():
             item = await todo.get()
             if item is None:
                 return
-            if engine in self.down:  # went down while this worker waited
+            if place.name in self.down:  # went down while this worker waited
                 todo.put_nowait(item)
                 break
-            again = await self._run_item(item, engine)
+            again = await self._run_item(item, place)
             if again:
                 todo.put_nowait(item)
             else:
@@ -242,20 +217,19 @@ class BatchRunner:
         if self._no_engine_left():
             over.set()
 
-    def _config(self, item: BatchItem, engine: str) -> RunConfig:
+    def _config(self, item: BatchItem) -> RunConfig:
         return RunConfig(
             task=self.tasks[item.task_id], agent=item.agent, level=Level(item.level),
             responder=ResponderMode(item.responder), budget=self.spec.limits.budget,
-            concurrency=self.cases_at_once, agent_files=self.agent_files, engine=engine,
-            sweep=False,
+            concurrency=self.cases_at_once, agent_files=self.agent_files, sweep=False,
         )  # fmt: skip
 
-    async def _run_item(self, item: BatchItem, engine: str) -> bool:
-        """One attempt at `item` on `engine`; whether it goes back in the queue
-        (infrastructure: and when the engine no longer answers, it is left out)."""
-        run = Run(self._config(item, engine), self.batches.runs)
+    async def _run_item(self, item: BatchItem, place: Placement) -> bool:
+        """One attempt at `item` on `place`; whether it goes back in the queue
+        (infrastructure: and when the placement no longer answers, it is left out)."""
+        run = place.run(self._config(item), self.batches.runs)
         attempt = len(self.batches.attempts_of(self.batch_id, item.key)) + 1
-        self.batches.add_attempt(self.batch_id, item.key, attempt, run.run_id, engine)
+        self.batches.add_attempt(self.batch_id, item.key, attempt, run.run_id, place.name)
         self.progress[item.key] = ItemProgress(ItemState.RUNNING, attempt, run.run_id)
         self._tell(ItemStarted(item, attempt, run))
         job = asyncio.ensure_future(run.execute())
@@ -271,7 +245,7 @@ class BatchRunner:
         finally:
             self.running.pop(item.key, None)
         if outcome.failure is FailureKind.INFRASTRUCTURE:
-            await self._healthy(engine)  # an engine lost: left out from now on
+            await self._healthy(place)  # an engine lost: left out from now on
         attempts = self.batches.attempts_of(self.batch_id, item.key)
         now = progress_of(attempts, self.spec.limits.max_attempts)
         self.progress[item.key] = now

@@ -14,6 +14,9 @@ runs at once. Written as TOML (`icae batch SPEC`) or given as flags for the comm
     name = "docker"                      # (a lost engine's runs are retried on the others)
     runs = 2
 
+    ray = "10.0.0.5:6379"                # or a Ray cluster: its nodes that declare an engine
+                                         # (resource icae_engine) are the pool (cluster/)
+
     [limits]
     runs_at_once = 2                     # default: half the machine's cores, at least 1
     cases_at_once = 2                    # per run; default: cores shared between the runs
@@ -32,7 +35,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from icae_tui.agents.config import key_lines, locate
 from icae_tui.domain.states import ResponderMode
@@ -88,6 +91,9 @@ class BatchSpec(BaseModel):
     # a pool of engines instead of one: each takes its `runs` at once, a lost one's runs go
     # to the others (runner.py); none: `engine` with the limits' runs_at_once
     engines: list[EngineSlot] = []
+    # a Ray cluster's address instead (`icae batch --ray`): each run on a node that declares
+    # an engine (icae_tui/cluster); its nodes are the pool
+    ray: NonEmpty | None = None
     limits: BatchLimits = BatchLimits()
 
     @field_validator("engines")
@@ -105,6 +111,12 @@ class BatchSpec(BaseModel):
         if seen:
             raise ValueError(f"named twice: {', '.join(seen)}")
         return values
+
+    @model_validator(mode="after")
+    def _one_pool(self) -> BatchSpec:
+        if self.ray and self.engines:
+            raise ValueError("ray: a Ray cluster's nodes are the pool; drop [[engines]]")
+        return self
 
 
 def _message(err: dict[str, Any]) -> str:
