@@ -369,6 +369,14 @@ def cmd_batch(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def cmd_race(args: argparse.Namespace) -> int:
+    from icae_tui.batch.race import run
+
+    if _agent_files(args) is None or not _engine_known(args):
+        return 2
+    return run(args)
+
+
 def cmd_reap(args: argparse.Namespace) -> int:
     from icae_tui.socket_folders import reap_ask_folders
 
@@ -738,6 +746,11 @@ def parser() -> argparse.ArgumentParser:
     batch = sub.add_parser("batch", help="many runs from a spec (tasks × agents × levels × "
                            "repeats), resumable: --resume ID, --list, --show ID")  # fmt: skip
     add_batch_arguments(batch)  # its own (icae_tui/batch/command.py)
+    from icae_tui.batch.race import add_arguments as add_race_arguments
+
+    race = sub.add_parser("race", help="two agents on one task at once, side by side in the "
+                          "console; who finished first, with what score")  # fmt: skip
+    add_race_arguments(race)  # its own (icae_tui/batch/race.py)
     return p
 
 
@@ -806,6 +819,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         "serve": cmd_serve,
         "replay": cmd_replay,
         "batch": cmd_batch,
+        "race": cmd_race,
     }
     return handlers[args.command](args)
 
