@@ -144,7 +144,9 @@ class Standing:
 
     def lines(self) -> list[str]:
         """The race once over, for the terminal: the banner, then a line per lane."""
-        out = [f"━━ race: {self.banner(self.start or 0.0)}"]
+        if self.start is None:
+            return ["━━ race: neither run started"]
+        out = [f"━━ race: {self.banner(self.start)}"]
         width = max((len(lane.name) for lane in self.lanes), default=0)
         first = self.first
         for lane in self.lanes:

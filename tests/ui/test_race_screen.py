@@ -181,6 +181,27 @@ async def test_an_answer_typed_in_one_lane_reaches_that_run_only(store, race_tas
 
 
 @needs_root
+async def test_a_lane_whose_run_is_cancelled_never_wins_and_the_banner_says_so(store, race_tasks):
+    runner = runner_of(store, race_tasks, responder="human")
+    app, screens = console(store, race_tasks, runner)
+    async with app.run_test(size=(200, 50)) as pilot:
+        screen = await race_screen(pilot, app, screens)
+        good, asking = lanes(screen)[GOOD], lanes(screen)[ASKING]
+        await until(pilot, lambda: good.waiting == 1 and asking.waiting == 1, timeout=RACE_S)
+        assert good.cancel()  # that run alone (what its run screen's cancel does)
+        await until(pilot, lambda: good.view.finished is not None, timeout=RACE_S)
+        assert good.view.finished.status == RunStatus.CANCELLED
+        assert good.answer_box.display is False and "cancelled" in good.header_text().plain
+        asking.answer_box.focus()
+        await pilot.press(*"plain", "enter")
+        await until(pilot, lambda: screen.status is not None, timeout=RACE_S)
+        assert screen.status is BatchStatus.CANCELLED  # --resume would redo the cancelled one
+        banner = str(screen.query_one("#race-banner").render())
+        assert banner.startswith(f"🏁 {ASKING} finished first — {GOOD} cancelled after ")
+        assert f"{ASKING} overall 40.0% in " in banner
+
+
+@needs_root
 def test_icae_race_runs_it_in_the_console_and_prints_who_finished_first(
     tmp_path, race_tasks, monkeypatch, capsys
 ):
@@ -256,6 +277,10 @@ def test_the_banner_while_racing_then_once_one_failed():
     assert [line.split()[0] for line in over.lines()[1:]] == ["a", "1st"]
 
 
-def test_an_agent_racing_itself_has_numbered_lanes():
+def test_an_agent_racing_itself_has_numbered_lanes(tmp_path):
     assert lane_names(["x", "x"]) == ["x #1", "x #2"]
     assert lane_names(["x", "y"]) == ["x", "y"]
+    spec = race_spec(race_args(tmp_path, agents=(GOOD, GOOD)), tmp_path)
+    assert spec.agents == [GOOD] and spec.repeats == 2 and spec.limits.runs_at_once == 2
+    assert [item.repeat for item in expand(spec, ["mini"])] == [1, 2]
+    assert Standing((Lane("a", None, None),)).lines() == ["━━ race: neither run started"]

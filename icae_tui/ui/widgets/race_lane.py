@@ -179,7 +179,8 @@ class RaceLane(Vertical):
     # --- drawing ----------------------------------------------------------------------------
 
     def flush(self, *, results: bool = True) -> None:
-        """The trace; unless not `results`, the results, the progress and the score line."""
+        """The trace; unless not `results`, the results, the progress, the score line and
+        the header's clock."""
         if not self.shown:
             return
         self.trace.flush()
@@ -190,6 +191,8 @@ class RaceLane(Vertical):
         now = self.operator.clock_end() if self.operator is not None else None
         if now is not None:
             self.query_one("#run-progress", ProgressLine).show_progress(run_progress(v, now))
+            if v.finished is None:
+                self._header()  # its clock goes on
         if self._changed("score", (v.score_rev, v.cases_rev)):
             score = score_text(v.shown_score(), partial=v.score_partial)
             self.query_one("#score", Static).update(score, layout=False)
