@@ -141,14 +141,20 @@ def asked(store, run_id: str) -> int:
     return sum(isinstance(ev, QuestionAsked) for ev in store.events(run_id))
 
 
+async def both_waiting(pilot, app, screens) -> tuple[RaceScreen, RaceLane, RaceLane]:
+    """The race screen (the human answering) once both lanes wait for their first answer,
+    and its two lanes."""
+    screen = await race_screen(pilot, app, screens)
+    good, asking = lanes(screen)[GOOD], lanes(screen)[ASKING]
+    await until(pilot, lambda: good.waiting == 1 and asking.waiting == 1, timeout=RACE_S)
+    return screen, good, asking
+
+
 @needs_root
 async def test_an_answer_typed_in_one_lane_reaches_that_run_only(store, race_tasks):
-    runner = runner_of(store, race_tasks, responder="human")
-    app, screens = console(store, race_tasks, runner)
+    app, screens = console(store, race_tasks, runner_of(store, race_tasks, responder="human"))
     async with app.run_test(size=(200, 50)) as pilot:
-        screen = await race_screen(pilot, app, screens)
-        good, asking = lanes(screen)[GOOD], lanes(screen)[ASKING]
-        await until(pilot, lambda: good.waiting == 1 and asking.waiting == 1, timeout=RACE_S)
+        screen, good, asking = await both_waiting(pilot, app, screens)
         assert "? waiting for you" in good.header_text().plain
         good_id, asking_id = good.run.run_id, asking.run.run_id
 
@@ -182,12 +188,9 @@ async def test_an_answer_typed_in_one_lane_reaches_that_run_only(store, race_tas
 
 @needs_root
 async def test_a_lane_whose_run_is_cancelled_never_wins_and_the_banner_says_so(store, race_tasks):
-    runner = runner_of(store, race_tasks, responder="human")
-    app, screens = console(store, race_tasks, runner)
+    app, screens = console(store, race_tasks, runner_of(store, race_tasks, responder="human"))
     async with app.run_test(size=(200, 50)) as pilot:
-        screen = await race_screen(pilot, app, screens)
-        good, asking = lanes(screen)[GOOD], lanes(screen)[ASKING]
-        await until(pilot, lambda: good.waiting == 1 and asking.waiting == 1, timeout=RACE_S)
+        screen, good, asking = await both_waiting(pilot, app, screens)
         assert good.cancel()  # that run alone (what its run screen's cancel does)
         await until(pilot, lambda: good.view.finished is not None, timeout=RACE_S)
         assert good.view.finished.status == RunStatus.CANCELLED
