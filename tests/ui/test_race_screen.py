@@ -20,7 +20,7 @@ from icae_tui.batch.race_standing import Lane, LaneState, Standing, lane_names
 from icae_tui.batch.runner import BatchRunner
 from icae_tui.batch.store import BatchStatus, BatchStore
 from icae_tui.catalog import load_catalog
-from icae_tui.domain.events import QuestionAnswered, QuestionAsked, RunFinished
+from icae_tui.domain.events import QuestionAnswered, QuestionAsked, ResponderChanged, RunFinished
 from icae_tui.domain.results import Score
 from icae_tui.domain.states import AnsweredBy, FailureKind, RunStatus
 from icae_tui.sandbox import registry
@@ -184,6 +184,31 @@ async def test_an_answer_typed_in_one_lane_reaches_that_run_only(store, race_tas
         )
         assert "plain" in asking.clarify.turns[1][1]
         assert not any("plain" in text for _, text in good.clarify.turns)
+
+
+def switches(store, run_id: str) -> list[str]:
+    return [str(ev.mode) for ev in store.events(run_id) if isinstance(ev, ResponderChanged)]
+
+
+@needs_root
+async def test_switching_one_lanes_responder_switches_that_run_only(store, race_tasks):
+    app, screens = console(store, race_tasks, runner_of(store, race_tasks, responder="human"))
+    async with app.run_test(size=(200, 50)) as pilot:
+        screen, good, asking = await both_waiting(pilot, app, screens)
+        good.answer_box.focus()
+        await pilot.press("ctrl+t")  # human → assisted: the simulated draft in the box
+        await until(pilot, lambda: good.answer_box.assisted and good.answer_box.text != "")
+        await pilot.press("ctrl+t")  # → simulated: it answers good's questions from now on
+        await until(pilot, lambda: good.view.finished is not None, timeout=RACE_S)
+        assert good.view.finished.status == RunStatus.COMPLETED
+        assert switches(store, good.run.run_id) == ["assisted", "simulated"]
+        assert switches(store, asking.run.run_id) == [] and asking.waiting == 1
+        assert "responder human" in asking.header_text().plain
+        asking.answer_box.focus()
+        await pilot.press(*"plain", "enter")
+        await until(pilot, lambda: screen.status is not None, timeout=RACE_S)
+        assert screen.status is BatchStatus.COMPLETED
+        assert answers(store, asking.run.run_id) == [(AnsweredBy.HUMAN, "plain")]
 
 
 @needs_root

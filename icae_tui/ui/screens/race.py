@@ -9,8 +9,9 @@ to it — and its end; a run retried for infrastructure gets a fresh lane. The b
 messages (image builds, the sweep) go to the status line at the bottom.
 
 The operator answers a waiting question in the lane's answer box (w goes to one: the
-focused lane's first), switches the focused lane's responder (m), and opens the focused
-lane's run in the full run screen, attached to it (o). Escape leaves once the race is over.
+focused lane's first), switches the focused lane's responder (m; ctrl+t from its answer
+box too), and opens the focused lane's run in the full run screen, attached to it (o).
+Escape leaves once the race is over.
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ class RaceScreen(Screen[None]):
             Binding("escape", "back", "Back"),
             Binding("w", "answer", "Answer"),
             Binding("m", "cycle", "Responder ▸ next"),
+            # as on the run screen, ctrl+t does it from the answer box too (its border says so)
+            Binding("ctrl+t", "cycle", "Responder ▸ next", show=False, priority=True),
             Binding("o", "open", "Open run"),
         ],
     )
