@@ -65,12 +65,29 @@ class RunLog:
         self._seq += 1
         self.store.append(event, payload)
         self._events.append(event)
+        self._show(event)
+        return True
+
+    def mirror(self, event: Event, payload: str) -> None:
+        """An event another process's log numbered and bounded (a cluster node's run, whose
+        `payload` is its JSON): stored and shown as it is."""
+        if isinstance(event, PhaseChanged):
+            self.phase = event.phase
+        self._seq = event.seq
+        self.store.append(event, payload)
+        self._events.append(event)
+        self._show(event)
+
+    @property
+    def last_seq(self) -> int:
+        return self._seq
+
+    def _show(self, event: Event) -> None:
         for display in self._displays:
             try:
                 display(event)
             except Exception:  # a broken display must not break the run, nor scribble on it
                 log.exception("display %r failed on %s", display, type(event).__name__)
-        return True
 
     def write_report(self) -> Path:
         """report.json, and the ATIF trajectory beside it (trajectory.json)."""

@@ -50,6 +50,7 @@ from icae_tui.safe_text import printable
 from icae_tui.store import RunStore
 
 if TYPE_CHECKING:
+    from icae_tui.batch.placement import Placement
     from icae_tui.batch.runner import BatchRunner
 
 
@@ -79,6 +80,9 @@ def add_arguments(batch: argparse.ArgumentParser) -> None:
                        help="an engine of a pool (repeatable): a backend or engines-file "
                        "entry, with the runs it takes at once (default 1); a lost engine's "
                        "runs go to the others")  # fmt: skip
+    batch.add_argument("--ray", metavar="ADDRESS",
+                       help="run on a Ray cluster (pip install 'icae-tui[ray]'): each run on a "
+                       "node declaring the resource icae_engine, against that node's engine")  # fmt: skip
     batch.add_argument("--resume", metavar="ID", help="go on with a stored batch")
     batch.add_argument("--list", action="store_true", help="the stored batches")
     batch.add_argument("--show", metavar="ID", help="a stored batch's report")
@@ -141,6 +145,8 @@ def spec_from_args(args: argparse.Namespace) -> BatchSpec:
         update["repeats"] = args.repeats
     if args.engine_pool:
         update["engines"] = args.engine_pool
+    if args.ray:
+        update["ray"] = args.ray
     limits = {k: v for k, v in (("runs_at_once", args.runs_at_once),
                                 ("cases_at_once", args.cases_at_once),
                                 ("max_attempts", args.max_attempts)) if v is not None}  # fmt: skip
@@ -208,6 +214,8 @@ def _execute(args: argparse.Namespace, batches: BatchStore) -> int:
             print(f"batch {row.batch_id} is complete: nothing to redo")
             return _show(args, batches, row.batch_id)
         spec = row.spec
+        if args.ray:  # the cluster's head may have moved
+            spec = spec.model_copy(update={"ray": args.ray})
         items = batches.items(row.batch_id)
         tasks = _tasks(spec, args, sorted({it.task_id for it in items}))
         batch_id = row.batch_id
@@ -225,6 +233,8 @@ def _execute(args: argparse.Namespace, batches: BatchStore) -> int:
         batches.create(batch_id, spec, items)
     runner = BatchRunner(batch_id, spec, items, tasks, batches, cores=machine_cores(),
                          agent_files=agent_files, engine=spec.engine or args.engine)  # fmt: skip
+    if spec.ray:
+        _on_cluster(runner, spec.ray)
     if args.console:
         status = _in_console(runner, args)
     else:
@@ -245,6 +255,22 @@ def _execute(args: argparse.Namespace, batches: BatchStore) -> int:
         return 1
     gave_up = any(p.state is ItemState.GAVE_UP for p in runner.refresh().values())
     return 1 if gave_up else code
+
+
+def _on_cluster(runner: BatchRunner, address: str) -> None:
+    """The runs go to the nodes of the Ray cluster at `address` (joined now: before the loop)."""
+    from icae_tui.cluster.ray_pool import ClusterError, connect, open_nodes
+
+    try:
+        connect(address)
+    except ClusterError as err:
+        raise BatchCommandError(str(err)) from None
+
+    async def nodes() -> list[Placement]:
+        limits = runner.spec.limits
+        return list(await open_nodes(cases_at_once=limits.cases_at_once, say=runner.say))
+
+    runner.find_placements = nodes
 
 
 def _in_console(runner: BatchRunner, args: argparse.Namespace) -> BatchStatus:

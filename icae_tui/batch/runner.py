@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +35,7 @@ from icae_tui.batch.spec import BatchSpec, EngineSlot
 from icae_tui.batch.store import BatchStatus, BatchStore
 from icae_tui.domain.states import FailureKind, ResponderMode, RunStatus
 from icae_tui.domain.task import Level, Task
+from icae_tui.errors import IcaeError
 from icae_tui.run import RunConfig, RunOutcome
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,9 @@ class BatchRunner:
     running: dict[str, asyncio.Task[RunOutcome]] = field(default_factory=dict)
     # where the runs go, when not this process's engines (a Ray cluster's nodes)
     placements: Sequence[Placement] = ()
+    # or how to find them once the loop runs (a cluster's nodes); its error is said, and the
+    # batch stalls for --resume
+    find_placements: Callable[[], Awaitable[Sequence[Placement]]] | None = None
     _engines: list[Placement] = field(default_factory=list)
     dropped: set[str] = field(default_factory=set)  # items whose run was cancelled alone
     down: set[str] = field(default_factory=set)  # engines of the pool that stopped answering
@@ -86,6 +90,10 @@ class BatchRunner:
 
     def subscribe(self, display: BatchDisplay) -> None:
         self.displays.append(display)
+
+    def say(self, text: str) -> None:
+        """A line for the batch's displays."""
+        self._tell(BatchMessage(text))
 
     def _tell(self, update: BatchUpdate) -> None:
         for display in self.displays:
@@ -117,6 +125,13 @@ class BatchRunner:
         queue = self.pending()
         status = BatchStatus.CANCELLED
         try:
+            if queue and self.find_placements is not None:
+                try:
+                    self.placements = await self.find_placements()
+                except IcaeError as err:
+                    self._tell(BatchMessage(f"no placement for the runs: {err}"))
+                    status = BatchStatus.STALLED
+                    return status
             if queue:
                 await self._prepare(queue)
             await self._run_all(queue)
@@ -128,7 +143,15 @@ class BatchRunner:
                 status = BatchStatus.COMPLETED
             return status
         finally:
+            await asyncio.shield(self._close_placements())
             self.batches.finish(self.batch_id, status)
+
+    async def _close_placements(self) -> None:
+        for place in self.placements:
+            try:
+                await place.close()
+            except Exception:  # one that cannot be closed must not hide the batch's end
+                log.exception("closing %s failed", place.name)
 
     # --- before the runs ------------------------------------------------------------------
 
