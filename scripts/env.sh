@@ -17,11 +17,12 @@ if [ ! -x .venv/bin/python ]; then
   echo "[env] creating .venv"
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import icae_tui, pytest" >/dev/null 2>&1 \
+if ! .venv/bin/python -c "import icae_tui, pytest, ray" >/dev/null 2>&1 \
    || [ pyproject.toml -nt .venv/.installed ]; then
   echo "[env] installing icae-tui and its dev tools into .venv"
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q -e ".[dev]"
+  # the ray extra too: the cluster test (tests/integration/test_ray_cluster.py) runs in CI
+  .venv/bin/python -m pip install -q -e ".[dev,ray]"
   touch .venv/.installed
 fi
 

@@ -10,5 +10,6 @@ bash scripts/env.sh
 .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_verdict.py tests/test_verdict_faults.py \
   --cov=icae_tui.evaluation.verdict --cov-report=term-missing --cov-fail-under=95
 export ICAE_REQUIRE_DOCKER=1
+export ICAE_REQUIRE_RAY=1  # the ray extra is installed by env.sh: its test must not skip
 export ICAE_HOME="${ICAE_HOME:-$(mktemp -d)}"
 exec .venv/bin/python -m pytest -q "$@"
