@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,11 +52,26 @@ def _ray() -> Any:
     return ray
 
 
+def _answers(address: str, timeout_s: float = 5.0) -> str:
+    """Why nothing answers at HOST:PORT ("" when something listens; other forms unchecked).
+    Ray's own client would retry a dead address for minutes."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "://" in address:
+        return ""
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s):
+            return ""
+    except OSError as err:
+        return err.strerror or str(err)
+
+
 def connect(address: str) -> None:
     """Join the cluster at `address` as its driver (blocking: before the event loop)."""
     ray = _ray()
     if ray.is_initialized():
         return
+    if why := _answers(address):
+        raise ClusterError(f"no Ray cluster at {address}: {why}")
     try:
         ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING,
                  namespace="icae", configure_logging=False)  # fmt: skip
