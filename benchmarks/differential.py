@@ -1,6 +1,6 @@
 """Throughput of the differential engine against a naive baseline and the floor, in one process.
 
-    python benchmarks/differential.py [--cases 50] [--repeat 1]
+    python benchmarks/differential.py [--cases 50] [--remote | --remote-only]
 
 Suites are built from the `mini` fixture task: stdout-only cases (`upper`, `count`) and
 file-writing cases (`note`, with a fixture). Each suite runs three ways, plus the engine's
@@ -37,9 +37,11 @@ sys.path.insert(0, str(ROOT))
 from icae_tui.catalog import load_catalog  # noqa: E402
 from icae_tui.domain.task import Case, CaseRef, Split, Task  # noqa: E402
 from icae_tui.evaluation.differential import Evaluator, Sides, default_concurrency, invocation  # noqa: E402
+from icae_tui.sandbox.docker.backend import DockerSandbox  # noqa: E402
 from icae_tui.sandbox.docker.containers import container  # noqa: E402
-from icae_tui.sandbox.docker.engine import connect  # noqa: E402
 from icae_tui.sandbox.docker.images import ensure_task_images  # noqa: E402
+
+SUITES = (("mixed (30% file-writing)", 0.3), ("stdout-only", 0.0))
 
 
 def suite(task: Task, n: int, file_share: float) -> Task:
@@ -61,10 +63,10 @@ def suite(task: Task, n: int, file_share: float) -> Task:
     return task.model_copy(update={"cases": refs})
 
 
-async def run_engine(docker, task: Task, sides: Sides, *, fast: bool) -> tuple[float, int]:
+async def run_engine(sandbox, task: Task, sides: Sides, *, fast: bool) -> tuple[float, int]:
     started = time.perf_counter()
     passed = 0
-    async with Evaluator(docker, task, sides, run_id="bench-engine", fast=fast) as ev:
+    async with Evaluator(sandbox, task, sides, run_id="bench-engine", fast=fast) as ev:
         async for r in ev.run_cases(task.cases):
             passed += r.passed
         elapsed = time.perf_counter() - started  # pool warm-up counted; tear-down is not
@@ -126,16 +128,17 @@ async def run_floor(docker, task: Task, sides: Sides) -> tuple[float, int]:
 
 async def run_remote(url: str, base: Task, n_cases: int) -> dict[str, float]:
     """The engine and the naive baseline on the engine at `url`: remote engine vs naive."""
-    docker = await connect(url=url)
+    sandbox = await DockerSandbox.open(host=url)
+    docker = sandbox.docker
     ratios = {}
     try:
         images = await ensure_task_images(docker, base)
         sides = Sides(oracle_image=images.oracle, delivery_image=images.oracle)
-        for name, share in (("mixed (30% file-writing)", 0.3), ("stdout-only", 0.0)):
+        for name, share in SUITES:
             task = suite(base, n_cases, share)
             n = len(task.cases)
             figures = {}
-            for way, coro in (("engine", run_engine(docker, task, sides, fast=True)),
+            for way, coro in (("engine", run_engine(sandbox, task, sides, fast=True)),
                               ("naive", run_naive(docker, task, sides))):  # fmt: skip
                 elapsed, ok = await coro
                 figures[way] = n / elapsed
@@ -144,7 +147,7 @@ async def run_remote(url: str, base: Task, n_cases: int) -> dict[str, float]:
             ratios[name] = figures["engine"] / figures["naive"]
             print(f"{name}: remote engine vs naive: {ratios[name]:.1f}x")
     finally:
-        await docker.close()
+        await sandbox.close()
     return ratios
 
 
@@ -153,10 +156,14 @@ async def main() -> None:
     ap.add_argument("--cases", type=int, default=50)
     ap.add_argument("--remote", action="store_true",
                     help="also measure the remote path, on a second engine over TCP")  # fmt: skip
+    ap.add_argument("--remote-only", action="store_true",
+                    help="only the remote path (skips the local suites)")  # fmt: skip
     args = ap.parse_args()
+    args.remote = args.remote or args.remote_only
     catalog = load_catalog(ROOT / "tests" / "fixtures" / "tasks")
     base = catalog.tasks["mini"]
-    docker = await connect()
+    sandbox = await DockerSandbox.open()
+    docker = sandbox.docker
     local: dict[str, float] = {}
     try:
         images = await ensure_task_images(docker, base)
@@ -165,13 +172,13 @@ async def main() -> None:
         print(
             f"machine: concurrency {default_concurrency()} cases in flight; {args.cases} cases per suite"
         )
-        for name, share in (("mixed (30% file-writing)", 0.3), ("stdout-only", 0.0)):
+        for name, share in () if args.remote_only else SUITES:
             task = suite(base, args.cases, share)
             n = len(task.cases)
             figures = {}
             for way, coro in (
-                ("engine", run_engine(docker, task, sides, fast=True)),
-                ("fallback", run_engine(docker, task, sides, fast=False)),
+                ("engine", run_engine(sandbox, task, sides, fast=True)),
+                ("fallback", run_engine(sandbox, task, sides, fast=False)),
                 ("naive", run_naive(docker, task, sides)),
                 ("floor", run_floor(docker, task, sides)),
             ):
@@ -190,14 +197,15 @@ async def main() -> None:
                 )
             )
     finally:
-        await docker.close()
+        await sandbox.close()
     if args.remote:
         from tests.integration.second_engine import second_engine
 
         with second_engine() as engine:
             remote = await run_remote(engine.url, base, args.cases)
         for name, ratio in remote.items():
-            print(f"{name}: engine vs naive — local {local[name]:.1f}x, remote {ratio:.1f}x")
+            here = f"local {local[name]:.1f}x, " if name in local else ""
+            print(f"{name}: engine vs naive — {here}remote {ratio:.1f}x")
 
 
 if __name__ == "__main__":
