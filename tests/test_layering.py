@@ -61,7 +61,12 @@ IMPORT_TO_DIST = {
     "textual_plotext": "textual-plotext",
     "textual_serve": "textual-serve",
     "yaml": "PyYAML",
+    "ray": "ray",
 }
+
+# Distributions of an optional extra: (extra, the only folder that may import them). The
+# default install lacks them, so nothing else may reach them.
+OPTIONAL_HOME = {"ray": ("ray", "icae_tui/cluster/")}
 
 ATTR_FUNCS = {"getattr", "setattr", "hasattr", "delattr"}
 
@@ -174,10 +179,11 @@ def normalise(dist: str) -> str:
     return re.sub(r"[-_.]+", "-", dist).lower()
 
 
-def declared_dependencies() -> set[str]:
+def declared_dependencies(extra: str | None = None) -> set[str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    specs = project["dependencies"] if extra is None else project["optional-dependencies"][extra]
     names = set()
-    for spec in project["dependencies"]:
+    for spec in specs:
         match = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", spec)
         assert match, spec
         names.add(normalise(match.group(0)))
@@ -240,11 +246,18 @@ def test_c_every_third_party_import_is_declared():
         f"imports with no distribution in IMPORT_TO_DIST (add them, and declare them in "
         f"pyproject.toml): {unknown}"
     )
-    missing = [f for f in findings if normalise(IMPORT_TO_DIST[f.what]) not in declared]
+    core = [f for f in findings if f.what not in OPTIONAL_HOME]
+    missing = [f for f in core if normalise(IMPORT_TO_DIST[f.what]) not in declared]
     assert not missing, (
         "imported but not declared in pyproject.toml [project] dependencies:\n"
         + "\n".join(f"{f} (distribution {IMPORT_TO_DIST[f.what]})" for f in missing)
     )
+    for f in (f for f in findings if f.what in OPTIONAL_HOME):
+        extra, home = OPTIONAL_HOME[f.what]
+        assert f.path.startswith(home), f"{f}: the {extra} extra may be imported only in {home}"
+        assert normalise(IMPORT_TO_DIST[f.what]) in declared_dependencies(extra), (
+            f"{f}: not declared in pyproject.toml [project.optional-dependencies] {extra}"
+        )
 
 
 # --- the checks themselves, on small sources ----------------------------------------------
