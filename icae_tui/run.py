@@ -100,6 +100,8 @@ from icae_tui.users.icae_wire import QUERY_PORT, with_clarification
 from icae_tui.users.model_user import ModelConfig, ModelUser
 from icae_tui.users.public_cases import public_case_files, with_public_cases
 from icae_tui.users.responders import Desk, Responder, SimulatedUser
+from icae_tui.users.teaching import taught_data
+from icae_tui.users.teachings import TeachingsError
 
 log = logging.getLogger(__name__)
 
@@ -193,6 +195,7 @@ class Run:
         self.run_id = run_id or new_run_id()
         self.log = RunLog(self.run_id, store)
         self._model_user: ModelUser | None = None  # the automatic user, when it is a model
+        self._teachings_error: TeachingsError | None = None
         self.desk = Desk(self._auto_responder(), config.responder)
         self._running = False  # between RunStarted and RunFinished: switches are recorded
         self._background: set[asyncio.Task[None]] = set()
@@ -270,6 +273,10 @@ class Run:
         data = with_public_cases(
             cfg.task.user_agent[cfg.level].oracle_data, public_case_files(Path(cfg.task.root))
         )
+        try:  # the operator's accepted teachings: more trigger phrases (users/teaching.py)
+            data = taught_data(data, Path(cfg.task.root), cfg.level)
+        except TeachingsError as err:
+            self._teachings_error = err  # the run fails at its start, naming file and line
         if cfg.user_model is not None:
             self._model_user = ModelUser(data, cfg.user_model)
             return self._model_user
@@ -312,6 +319,8 @@ class Run:
         try:
             if agent is None:
                 raise broken or AgentError(f"agent {cfg.agent!r}: not made")
+            if self._teachings_error is not None:
+                raise self._teachings_error
             sandbox = await open_sandbox(cfg.engine)
             if cfg.sweep:
                 await self._sweep(sandbox)

@@ -1,0 +1,226 @@
+"""The operator teaching the simulated user: the teachings file (stored pending with who,
+when and which run; accepted or dropped; never rewritten), what the matcher does with it
+(an accepted phrase answers its question from the record; a pending or dropped one changes
+nothing), when a teaching is offered, and a malformed file named by file and line — in a
+run too. Every test works on a copy of the fixture task."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from icae_tui.domain.events import QuestionAnswered, QuestionAsked, RunStarted
+from icae_tui.domain.states import AnsweredBy, RunStatus
+from icae_tui.domain.task import Level
+from icae_tui.run import Run, RunConfig
+from icae_tui.users.matching import match
+from icae_tui.users.teaching import (
+    OfferWatch,
+    TeachOffer,
+    record_choices,
+    taught_data,
+    teachable,
+    with_taught,
+)
+from icae_tui.users.teachings import (
+    TeachingsError,
+    TeachingStatus,
+    UnknownTeaching,
+    load_teachings,
+    review,
+    teach,
+    teachings_path,
+)
+from tests.task_copies import copy_mini, load_mini
+
+# the mini task's L1 has C001 (unknown operations) and C002 (the word count); this asks
+# about C001 in words none of its phrases use, so the simulated user falls back
+ASKED = "What does the tool say for a verb it has never heard of?"
+STAMP = "2026-01-02T03:04:05+00:00"
+
+
+def _teach(folder, phrase: str = ASKED, record: str = "C001", level: Level = Level.L1):
+    return teach(folder, level=level, record_id=record, phrase=phrase, run_id="run-1",
+                 question_id=3, answer="error=unknown_op, exit 2", who="alice",
+                 now=lambda: STAMP)  # fmt: skip
+
+
+def test_a_teaching_is_stored_pending_with_who_when_and_which_run(tmp_path):
+    folder = copy_mini(tmp_path)
+    teaching, new = _teach(folder)
+    assert new and teaching.id == 1 and teaching.status is TeachingStatus.PENDING
+    [loaded] = load_teachings(folder)
+    assert loaded == teaching
+    t = loaded.taught
+    assert (t.level, t.record_id, t.phrase) == (Level.L1, "C001", ASKED)
+    assert (t.who, t.when, t.run_id, t.question_id) == ("alice", STAMP, "run-1", 3)
+    assert teachings_path(folder) == folder / "user_agent" / "teachings.jsonl"
+    assert load_mini(folder).user_agent[Level.L1]  # the task still loads beside the file
+
+
+def test_the_same_phrase_twice_is_one_teaching_and_ids_go_up(tmp_path):
+    folder = copy_mini(tmp_path)
+    _teach(folder)
+    again, new = _teach(
+        folder, phrase="  what does the TOOL say for a verb it has never heard of? "
+    )
+    assert not new and again.id == 1
+    other, new = _teach(folder, phrase="and for an empty op?")
+    assert new and other.id == 2
+    assert [t.id for t in load_teachings(folder)] == [1, 2]
+
+
+def test_accept_and_drop_are_appended_and_the_last_decision_wins(tmp_path):
+    folder = copy_mini(tmp_path)
+    _teach(folder)
+    _teach(folder, phrase="second")
+    before = teachings_path(folder).read_text()
+    done = review(folder, {1: TeachingStatus.ACCEPTED, 2: TeachingStatus.DROPPED},
+                  who="bob", now=lambda: STAMP)  # fmt: skip
+    assert [(t.id, t.status, t.reviewed_by) for t in done] == [
+        (1, TeachingStatus.ACCEPTED, "bob"), (2, TeachingStatus.DROPPED, "bob"),
+    ]  # fmt: skip
+    text = teachings_path(folder).read_text()
+    assert text.startswith(before)  # appended: the file is its own audit trail
+    assert [json.loads(line)["kind"] for line in text.splitlines()] == [
+        "taught", "taught", "reviewed", "reviewed",
+    ]  # fmt: skip
+    review(folder, {1: TeachingStatus.DROPPED}, who="carol")
+    assert [t.status for t in load_teachings(folder)] == [TeachingStatus.DROPPED] * 2
+    lines = len(teachings_path(folder).read_text().splitlines())
+    review(folder, {1: TeachingStatus.DROPPED})  # already so: nothing written
+    assert len(teachings_path(folder).read_text().splitlines()) == lines
+    # a dropped phrase may be taught again, as a new teaching
+    assert _teach(folder)[1]
+
+
+def test_a_review_naming_an_unknown_teaching_changes_nothing(tmp_path):
+    folder = copy_mini(tmp_path)
+    with pytest.raises(UnknownTeaching, match="no teachings"):
+        review(folder, {1: TeachingStatus.ACCEPTED})
+    _teach(folder)
+    before = teachings_path(folder).read_text()
+    with pytest.raises(UnknownTeaching, match="#7"):
+        review(folder, {1: TeachingStatus.ACCEPTED, 7: TeachingStatus.ACCEPTED})
+    assert teachings_path(folder).read_text() == before
+
+
+def test_only_an_accepted_teaching_changes_the_answer(tmp_path):
+    folder = copy_mini(tmp_path)
+    data = load_mini(folder).user_agent[Level.L1].oracle_data
+    assert match(ASKED, data).fallback
+    _teach(folder)
+    pending = taught_data(data, folder, Level.L1)
+    assert pending is data and match(ASKED, pending).fallback  # pending: nothing changes
+    review(folder, {1: TeachingStatus.ACCEPTED})
+    taught = taught_data(data, folder, Level.L1)
+    assert [c.record_id for c in match(ASKED, taught).chosen] == ["C001"]
+    assert taught.hidden_constraints[0].trigger_keywords[-1] == ASKED
+    assert taught_data(data, folder, Level.L2) is data  # taught at L1 only
+    review(folder, {1: TeachingStatus.DROPPED})
+    assert match(ASKED, taught_data(data, folder, Level.L1)).fallback
+
+
+def test_a_teaching_for_a_record_the_level_lacks_adds_nothing(tmp_path):
+    folder = copy_mini(tmp_path)
+    data = load_mini(folder).user_agent[Level.L1].oracle_data
+    _teach(folder, record="C404")
+    _teach(folder, phrase="how is the word count formatted", record="C002")  # it has that one
+    review(folder, {1: TeachingStatus.ACCEPTED, 2: TeachingStatus.ACCEPTED})
+    assert with_taught(data, load_teachings(folder), Level.L1) is data
+
+
+@pytest.mark.parametrize(
+    ("line", "says"),
+    [
+        ("not json", "not a JSON object"),
+        ("[1, 2]", "not a JSON object"),
+        ('{"kind": "forgot", "id": 1}', "field 'kind'"),
+        ('{"kind": "taught", "id": 2, "who": "a", "when": "b", "level": "L9", "record_id": "C1",'
+         ' "phrase": "p"}', "field 'level'"),
+        ('{"kind": "reviewed", "id": 5, "who": "a", "when": "b", "status": "accepted"}',
+         "reviews teaching #5, not taught before"),
+        ('{"kind": "reviewed", "id": 1, "who": "a", "when": "b", "status": "pending"}',
+         "field 'status'"),
+    ],
+)  # fmt: skip
+def test_a_malformed_file_is_named_with_its_line(tmp_path, line, says):
+    folder = copy_mini(tmp_path)
+    _teach(folder)
+    with teachings_path(folder).open("a") as f:
+        f.write("\n" + line + "\n")  # line 3: a blank line is no line
+    with pytest.raises(TeachingsError) as err:
+        load_teachings(folder)
+    assert str(err.value).startswith(f"{teachings_path(folder)}: line 3: ")
+    assert says in str(err.value)
+    assert err.value.line == 3
+    with pytest.raises(TeachingsError, match="line 3"):  # nor is anything added to it
+        _teach(folder, phrase="another")
+
+
+def test_a_last_line_without_its_newline_is_kept_whole(tmp_path):
+    folder = copy_mini(tmp_path)
+    _teach(folder)
+    path = teachings_path(folder)
+    path.write_text(path.read_text().rstrip("\n"))  # as another tool may leave it
+    _teach(folder, phrase="another")
+    assert [t.id for t in load_teachings(folder)] == [1, 2]
+
+
+def _asked(fallback: bool = True) -> QuestionAsked:
+    return QuestionAsked(question_id=3, text=ASKED, remaining_before=2, draft_fallback=fallback)
+
+
+@pytest.mark.parametrize(
+    ("answered", "fallback", "offered"),
+    [
+        (QuestionAnswered(question_id=3, text="exit 2", responder=AnsweredBy.HUMAN), True, True),
+        (QuestionAnswered(question_id=3, text="exit 2", responder=AnsweredBy.ASSISTED,
+                          edited=True), True, True),
+        # the fallback draft sent as it was: no human answer
+        (QuestionAnswered(question_id=3, text="not specified", responder=AnsweredBy.ASSISTED),
+         True, False),
+        # the simulated user answered it: nothing to teach
+        (QuestionAnswered(question_id=3, text="exit 2", responder=AnsweredBy.HUMAN), False, False),
+        (QuestionAnswered(question_id=3, text="fallback", fallback=True), True, False),
+        (QuestionAnswered(question_id=3, text="  ", responder=AnsweredBy.HUMAN), True, False),
+        (QuestionAnswered(question_id=3, text="spent", over_budget=True,
+                          responder=AnsweredBy.BUDGET), True, False),
+    ],
+)  # fmt: skip
+def test_a_teaching_is_offered_after_a_human_answer_to_a_fallback(answered, fallback, offered):
+    assert teachable(_asked(fallback), answered) is offered
+    watch = OfferWatch()
+    started = RunStarted(run_id="run-9", task_id="mini", task_title="", agent="scripted:good",
+                         level="L1", responder="human", budget=3, prd="")  # fmt: skip
+    assert watch.observe(started) is None and watch.observe(_asked(fallback)) is None
+    offer = watch.observe(answered)
+    assert (offer is not None) is offered
+    if offer is not None:
+        assert offer == TeachOffer("run-9", Level.L1, 3, ASKED, answered.text)
+
+
+def test_the_record_the_answer_came_from_is_suggested(mini_data):
+    offer = TeachOffer("r", Level.L1, 1, "what is printed then?", "it prints words=<n>")
+    choices, best = record_choices(mini_data, offer)
+    assert [c.record_id for c in choices] == ["C001", "C002"]  # the level's records, in order
+    assert choices[best].record_id == "C002"
+
+
+async def test_a_run_answers_from_an_accepted_teaching(tmp_path, store):
+    folder = copy_mini(tmp_path)
+    _teach(folder)
+    review(folder, {1: TeachingStatus.ACCEPTED})
+    run = Run(RunConfig(task=load_mini(folder), agent="scripted:good", pace_s=0), store)
+    reply = await run.desk.auto.reply(1, ASKED)
+    assert reply.record_ids == ["C001"] and not reply.fallback
+
+
+async def test_a_run_with_a_malformed_teachings_file_fails_naming_it(tmp_path, store):
+    folder = copy_mini(tmp_path)
+    teachings_path(folder).write_text('{"kind": "taught"}\n')
+    run = Run(RunConfig(task=load_mini(folder), agent="scripted:good", pace_s=0), store)
+    outcome = await run.execute()
+    assert outcome.status == RunStatus.FAILED
+    assert f"{teachings_path(folder)}: line 1: field 'id'" in outcome.error
