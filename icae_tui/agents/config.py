@@ -38,6 +38,7 @@ from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from icae_tui.agents.constrain import ReplyConstraint
 from icae_tui.domain.agent import Limits, ModelNeed, WireApi
 
 DEFAULTS_FILE = Path(__file__).with_name("defaults.toml")
@@ -154,6 +155,11 @@ class ModelAgentConfig(EndpointConfig):
     temperature: Annotated[float, Field(strict=True, ge=0, le=2)] | None = None
     prompts: NonEmpty | None = None  # a folder with system.md / instance.md to use instead
     stream: bool = True  # ask for streamed replies: tokens show in the trace as they come
+    # opt-in: the server constrains each reply to one well-formed action (llama.cpp's GBNF
+    # `grammar`, or a `response_format` JSON schema); dropped for the run on an HTTP 400
+    constrain_reply: ReplyConstraint | None = None
+    # replies in a row with no action taken (malformed) before the agent stops
+    max_malformed_turns: Annotated[int, Field(strict=True, ge=1)] = 3
 
 
 class CommandAgentConfig(EndpointConfig):
@@ -439,8 +445,13 @@ def parse_text(path: Path, text: str, into: AgentConfig) -> None:
     for key in data:
         if key not in tuple(Section):
             into.errors.append(
-                ConfigProblem(path, locate(lines, [key]), key, "unknown table; agents go in "
-                              "[agents.<name>], model endpoints in [models.<name>]")  # fmt: skip
+                ConfigProblem(
+                    path,
+                    locate(lines, [key]),
+                    key,
+                    "unknown table; agents go in "
+                    "[agents.<name>], model endpoints in [models.<name>]",
+                )  # fmt: skip
             )
     for section in Section:
         entries = data.get(section, {})

@@ -18,6 +18,15 @@ from icae_tui.safe_text import lines as text_lines
 URL = "http://gateway/v1/chat/completions"  # the host part is ignored on a Unix socket
 
 
+class EndpointRefused(AgentStop):
+    """The endpoint refused the request (HTTP 4xx, not a limit): the agent's fault, unless
+    the agent can ask otherwise (the model agent drops a reply constraint on a 400)."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(StopReason.AGENT_ERROR, detail)
+        self.status = status
+
+
 class GatewayEndpoint:
     def __init__(self, socket_path: Path, token: str) -> None:
         self._socket = str(socket_path)
@@ -66,7 +75,7 @@ def _refusal(status: int, data: Any, text: str) -> AgentStop:
         return AgentStop(StopReason.MODEL_LIMIT, message)
     if status == 429 or status >= 500 or kind == "replay_divergence":
         return AgentStop(StopReason.INFRA_ERROR, f"model endpoint: {message}")
-    return AgentStop(StopReason.AGENT_ERROR, f"model endpoint refused the request: {message}")
+    return EndpointRefused(status, f"model endpoint refused the request: {message}")
 
 
 async def _assemble(resp: aiohttp.ClientResponse, on_delta: OnDelta) -> dict[str, Any]:

@@ -1,34 +1,46 @@
 """The built-in model agent: one readable loop, in the spirit of mini-swe-agent.
 
 Each step asks the model (through the run's gateway, which holds the real key, records the
-call and enforces the model limits) and does one thing:
-- a tool call: `bash` runs a command in the agent's container, `ask_user` asks through the
+call and enforces the model limits) and does what its reply says:
+- tool calls: `bash` runs a command in the agent's container, `ask_user` asks through the
   run's clarification channel, `submit` ends the phase;
-- a text-only reply (models without tool calls): a ```bash block, an `ASK:` line or a
-  `SUBMIT:` line — the same three actions;
-- anything else (no action, a malformed tool call) is answered with what went wrong, and the
-  model gets another step.
+- a text reply (models without tool calls): ```bash blocks, `ASK:` lines, `SUBMIT:` lines
+  and tool calls written as JSON text (`replies.read_reply`). Small models write several in
+  one reply, so all are taken, in the order written — every block run, every question asked,
+  every result returned in one message — never silently cut; `SUBMIT:` only counts alone.
+- anything else (no action, a fence never closed, an open heredoc, a malformed tool call) is
+  answered with what went wrong, and the model gets another step; `max_malformed_turns`
+  such replies in a row stop the agent (agent_error, saying why).
+With `constrain_reply` the server constrains each reply to one well-formed action
+(`constrain.py`); a server that refuses it (HTTP 400) is asked again without it.
 Replies are streamed by default: the text goes to the trace as it comes (AgentStreamed
 pieces), then whole (AgentSaid). It stops on submit, or when a limit is reached (steps and
 wall clock by its context; model calls, tokens and cost at the gateway), or when the endpoint
 fails after the gateway's retries — raising `AgentStop` with the reason, which the run
-records. Prompts are templates in
-`agents/prompts/` (`system.md`, `instance.md`); an entry's `prompts` folder overrides them.
+records. Prompts are templates in `agents/prompts/` (`system.md` with the reply format of the
+mode, `reply-tools.md`, `reply-text.md` or `reply-json.md`, and `instance.md`); an entry's
+`prompts` folder overrides them.
 """
 
 from __future__ import annotations
 
 import json
-import re
+import logging
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from icae_tui.agents.base import AgentContext
 from icae_tui.agents.config import ModelAgentConfig, model_need
+from icae_tui.agents.constrain import REPLY_TEMPLATES, ReplyConstraint, extra_body
+from icae_tui.agents.endpoint import EndpointRefused
+from icae_tui.agents.replies import Action, ActionKind, Reading, check_command, read_reply
 from icae_tui.domain.agent import AgentNeeds, AgentStop
-from icae_tui.domain.events import AgentStreamed
+from icae_tui.domain.events import AgentStreamed, Progress
 from icae_tui.domain.states import StopReason
+
+log = logging.getLogger(__name__)
 
 PROMPTS = Path(__file__).with_name("prompts")
 OBSERVATION_CHARS = 10_000  # of a command's output shown back to the model
@@ -36,6 +48,8 @@ COMMAND_TIMEOUT_S = 120.0
 DEFAULT_MAX_STEPS = 50  # when the entry sets none: a model that never submits must end
 STREAM_PIECE_CHARS = 80
 STREAM_PIECE_S = 0.1
+MAX_ACTIONS = 8  # taken from one reply; more are told as not taken
+OBSERVATION_MIN_CHARS = 2_000  # of each command's output when a reply ran several
 
 TOOLS = [
     {
@@ -76,9 +90,8 @@ TOOLS = [
     },
 ]
 
-_BASH_BLOCK = re.compile(r"```(?:bash|sh)?\s*\n(.*?)```", re.DOTALL)
-_ASK = re.compile(r"^ASK:\s*(.+)$", re.MULTILINE)
-_SUBMIT = re.compile(r"^SUBMIT:\s*(.*)$", re.MULTILINE)
+NO_ACTION = ("Reply with a ```bash block, an `ASK: ...` line or a `SUBMIT: ...` line (or call "
+             "a tool).")  # fmt: skip
 
 
 class Streamer:
@@ -114,6 +127,17 @@ def _template(name: str, folder: Path | None) -> str:
     raise FileNotFoundError(f"prompt template {name} not found")
 
 
+@dataclass
+class Turn:
+    """What one reply came to: the summary when it submitted, else the messages answering
+    it; `acted` is False when nothing was taken (a malformed reply), `problem` says why."""
+
+    done: str | None = None
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    acted: bool = True
+    problem: str = ""
+
+
 class ModelAgent:
     def __init__(self, name: str, settings: ModelAgentConfig) -> None:
         self.name = name
@@ -127,6 +151,8 @@ class ModelAgent:
     def _messages(self, prd: str, ctx: AgentContext) -> list[dict[str, Any]]:
         folder = Path(self.settings.prompts) if self.settings.prompts else None
         values = {"workspace": ctx.workspace, "budget": ctx.budget, "prd": prd}
+        reply = _template(REPLY_TEMPLATES[self.settings.constrain_reply], folder)
+        values["reply_format"] = reply.format(**values).rstrip("\n")
         return [
             {"role": "system", "content": _template("system.md", folder).format(**values)},
             {"role": "user", "content": _template("instance.md", folder).format(**values)},
@@ -136,41 +162,81 @@ class ModelAgent:
         if ctx.model is None:
             raise AgentStop(StopReason.INFRA_ERROR, "no model endpoint for the model agent")
         messages = self._messages(prd, ctx)
+        constraint = self.settings.constrain_reply  # None once the server refused it
+        malformed = 0
         while True:
             await ctx.step()  # stops at the step or time limit
-            message = await self._ask_model(messages, ctx)
+            message, constraint = await self._ask_model(messages, ctx, constraint)
             messages.append(message)
-            calls = message.get("tool_calls") or []
-            if calls:
-                for call in calls:
-                    done, text = await self._tool(call, ctx)
-                    if done is not None:
-                        return done
-                    messages.append({"role": "tool", "tool_call_id": call.get("id", ""),
-                                     "content": text})  # fmt: skip
-                continue
-            done, text = await self._text_action(str(message.get("content") or ""), ctx)
-            if done is not None:
-                return done
-            messages.append({"role": "user", "content": text})
+            turn = await self._take(message, ctx)
+            if turn.done is not None:
+                return turn.done
+            messages.extend(turn.messages)
+            malformed = 0 if turn.acted else malformed + 1
+            if malformed >= self.settings.max_malformed_turns:
+                raise AgentStop(
+                    StopReason.AGENT_ERROR,
+                    f"{malformed} malformed replies in a row, no action taken "
+                    f"(the last: {turn.problem})",
+                )
 
-    async def _ask_model(self, messages: list[dict[str, Any]], ctx: AgentContext) -> dict[str, Any]:
-        """One model turn; its text goes to the trace, streamed as it comes when asked to."""
+    async def _ask_model(
+        self, messages: list[dict[str, Any]], ctx: AgentContext,
+        constraint: ReplyConstraint | None,
+    ) -> tuple[dict[str, Any], ReplyConstraint | None]:  # fmt: skip
+        """One model turn; its text goes to the trace, streamed as it comes when asked to.
+        Returns the message and the constraint still in force."""
         assert ctx.model is not None
-        body: dict[str, Any] = {"model": self.settings.model, "messages": messages,
-                                "tools": TOOLS}  # fmt: skip
+        body: dict[str, Any] = {"model": self.settings.model, "messages": messages}
+        if self.settings.constrain_reply is None:
+            body["tools"] = TOOLS  # a constrained reply is text: servers refuse tools with it
         if self.settings.temperature is not None:
             body["temperature"] = self.settings.temperature
         streamer = Streamer(ctx) if self.settings.stream else None
-        reply = await ctx.model.complete(body, streamer)
+        try:
+            constrained = {**body, **extra_body(constraint)} if constraint else body
+            reply = await ctx.model.complete(constrained, streamer)
+        except EndpointRefused as err:
+            if constraint is None or err.status != 400:
+                raise
+            why = err.detail.removeprefix("model endpoint refused the request: ")
+            note = (f"the model endpoint refused the {constraint} reply constraint (HTTP "
+                    f"{err.status}: {why}); asking again without it, for the rest of the run")  # fmt: skip
+            log.warning("model agent %s: %s", self.name, note)
+            await ctx.trace(Progress(message=note))
+            constraint = None
+            reply = await ctx.model.complete(body, streamer)
         if streamer is not None:
             await streamer.flush()
         message = _first_message(reply)
         if message.get("content"):
             await ctx.say(str(message["content"]), streamed=bool(streamer and streamer.used))
-        return message
+        return message, constraint
 
-    async def _tool(self, call: dict[str, Any], ctx: AgentContext) -> tuple[str | None, str]:
+    async def _take(self, message: dict[str, Any], ctx: AgentContext) -> Turn:
+        """Take what one reply asks for, in order."""
+        content = str(message.get("content") or "")
+        calls = message.get("tool_calls") or []
+        if not calls:
+            return await self._take_text(read_reply(content), ctx)
+        turn = Turn(acted=False)
+        for call in calls:
+            done, text, ok = await self._tool(call, ctx)
+            if done is not None:
+                return Turn(done=done)
+            turn.acted |= ok
+            turn.problem = turn.problem or ("" if ok else text)
+            turn.messages.append({"role": "tool", "tool_call_id": call.get("id", ""),
+                                  "content": text})  # fmt: skip
+        if skipped := read_reply(content).actions:  # told, not lost
+            turn.messages[-1]["content"] += (
+                f"\n\nnote: your reply's text also held {_count(skipped)}, not taken: "
+                "beside tool calls only the tool calls are taken"
+            )
+        return turn
+
+    async def _tool(self, call: dict[str, Any], ctx: AgentContext) -> tuple[str | None, str, bool]:
+        """(the summary on submit, the tool's result, whether the call was well-formed)."""
         fn = call.get("function") or {}
         name = fn.get("name", "")
         try:
@@ -179,28 +245,78 @@ class ModelAgent:
                 raise ValueError("not an object")
         except ValueError:
             return None, (f"error: the arguments of {name!r} must be a JSON object, got "
-                          f"{str(fn.get('arguments'))[:200]!r}; try again")  # fmt: skip
+                          f"{str(fn.get('arguments'))[:200]!r}; try again"), False  # fmt: skip
         match name:
             case "bash" if isinstance(args.get("command"), str):
-                return None, await _run(args["command"], ctx)
+                if (why := check_command(args["command"])) is not None:
+                    return None, f"error: {why}; try again", False
+                return None, await _run(args["command"], ctx), True
             case "ask_user" if isinstance(args.get("question"), str):
-                return None, await ctx.ask(args["question"])
+                return None, await ctx.ask(args["question"]), True
             case "submit":
-                return str(args.get("message", "done")), ""
+                return str(args.get("message", "done")), "", True
         return (
             None,
             f"error: unknown tool or missing argument in {name!r}; tools: bash, ask_user, submit",
+            False,
         )
 
-    async def _text_action(self, text: str, ctx: AgentContext) -> tuple[str | None, str]:
-        if block := _BASH_BLOCK.search(text):
-            return None, await _run(block.group(1).strip(), ctx)
-        if ask := _ASK.search(text):
-            return None, "The user answers: " + await ctx.ask(ask.group(1).strip())
-        if submit := _SUBMIT.search(text):
-            return submit.group(1).strip() or "done", ""
-        return None, ("No action found. Reply with a ```bash block, an `ASK: ...` line or a "
-                      "`SUBMIT: ...` line (or call a tool).")  # fmt: skip
+    async def _take_text(self, reading: Reading, ctx: AgentContext) -> Turn:
+        actions, notes = reading.actions, list(reading.problems)
+        if reading.other_blocks:
+            langs = ", ".join(f"```{lang}" for lang in dict.fromkeys(reading.other_blocks))
+            notes.append(f"{langs} blocks are not run nor saved: only ```bash blocks run (to "
+                         "write a file: cat > name <<'EOF' … EOF inside one)")  # fmt: skip
+        submits = [a for a in actions if a.kind is ActionKind.SUBMIT]
+        if submits and len(actions) == 1 and not notes:
+            return Turn(done=submits[0].text)
+        if submits:
+            actions = [a for a in actions if a.kind is not ActionKind.SUBMIT]
+            why = "beside other actions" if actions else "beside what went wrong"
+            notes.append(f"SUBMIT was not taken {why}: submit in a reply of its own, once "
+                         "you have seen the tool work")  # fmt: skip
+        if len(actions) > MAX_ACTIONS:
+            rest = actions[MAX_ACTIONS:]
+            notes.append(f"only the first {MAX_ACTIONS} actions were taken; not taken: "
+                         + "; ".join(_label(a) for a in rest))  # fmt: skip
+            actions = actions[:MAX_ACTIONS]
+        if any(a.as_json for a in actions) and self.settings.constrain_reply is None:
+            notes.append("a tool call written as JSON text was taken as meant")
+        if not actions:
+            problem = "; ".join(notes) or "no action found"
+            text = f"No action was taken: {problem}. {NO_ACTION}"
+            return Turn(messages=[_user(text)], acted=False, problem=problem)
+        cap = max(OBSERVATION_MIN_CHARS, OBSERVATION_CHARS // len(actions))
+        results = [await self._act(a, ctx, cap) for a in actions]
+        if len(results) == 1:
+            text = results[0]
+        else:
+            text = f"Your reply held {len(results)} actions; all were taken, in order:\n\n"
+            text += "\n\n".join(f"[{i}] {_label(a)}\n{r}"
+                                for i, (a, r) in enumerate(zip(actions, results, strict=True), 1))  # fmt: skip
+        if notes:
+            text += "\n\nnote: " + "\nnote: ".join(notes)
+        return Turn(messages=[_user(text)])
+
+    async def _act(self, action: Action, ctx: AgentContext, cap: int) -> str:
+        if action.kind is ActionKind.ASK:
+            return "The user answers: " + await ctx.ask(action.text)
+        return await _run(action.text, ctx, cap)
+
+
+def _user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def _label(action: Action) -> str:
+    first = action.text.strip().split("\n", 1)[0]
+    first = first if len(first) <= 70 else first[:69] + "…"
+    return {ActionKind.RUN: f"ran: {first}", ActionKind.ASK: f"asked: {first}",
+            ActionKind.SUBMIT: f"SUBMIT: {first}"}[action.kind]  # fmt: skip
+
+
+def _count(actions: list[Action]) -> str:
+    return "1 action" if len(actions) == 1 else f"{len(actions)} actions"
 
 
 def _first_message(reply: dict[str, Any]) -> dict[str, Any]:
@@ -214,10 +330,10 @@ def _first_message(reply: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-async def _run(command: str, ctx: AgentContext) -> str:
+async def _run(command: str, ctx: AgentContext, cap: int = OBSERVATION_CHARS) -> str:
     res = await ctx.run(command, COMMAND_TIMEOUT_S)
     out = res.output
-    if len(out) > OBSERVATION_CHARS:
-        out = out[:OBSERVATION_CHARS] + f"\n[… {len(out) - OBSERVATION_CHARS} more characters]"
+    if len(out) > cap:
+        out = out[:cap] + f"\n[… {len(out) - cap} more characters]"
     status = "timed out" if res.timed_out else f"exit code {res.exit_code}"
     return f"{status}\n{out}"
