@@ -93,6 +93,8 @@ def cmd_tasks(args: argparse.Namespace) -> int:
         return cmd_tasks_verify(args)
     if args.action == "check":
         return cmd_tasks_check(args)
+    if args.action == "teach":
+        return cmd_tasks_teach(args)
     catalog = _catalog(args)
     for card in catalog.cards.values():  # from the index: no case file read
         counts = {s.value: n for s, n in card.by_split.items()}
@@ -104,6 +106,32 @@ def cmd_tasks(args: argparse.Namespace) -> int:
         )
     _print_errors(catalog)
     return 1 if catalog.errors and not catalog.tasks else 0
+
+
+def cmd_tasks_teach(args: argparse.Namespace) -> int:
+    """The review list of one task's teachings (icae_tui/users/teach_command.py)."""
+    from icae_tui.users import teach_command as teach
+
+    named = args.task or []
+    if len(named) != 1:
+        print("error: tasks teach takes one task: icae tasks teach TASK", file=sys.stderr)
+        return teach.Exit.USAGE
+    try:
+        accept, drop = teach.parse_ids(args.accept), teach.parse_ids(args.drop)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return teach.Exit.USAGE
+    catalog = _catalog(args)
+    if named[0] not in catalog.tasks:
+        print(f"error: no such task: {printable(named[0])}", file=sys.stderr)
+        return teach.Exit.USAGE
+    task = catalog.tasks.get(named[0])
+    if task is None:  # listed, but it does not load
+        print(f"task error: {printable(load_failure(catalog.tasks, named[0]))}", file=sys.stderr)
+        return teach.Exit.BROKEN
+    ask = input if sys.stdin.isatty() and sys.stdout.isatty() else None
+    io = teach.Io(out=print, err=lambda line: print(line, file=sys.stderr), ask=ask)
+    return teach.run(task, accept, drop, io)
 
 
 def _with_engine(args: argparse.Namespace, work: Callable[[Sandbox], Awaitable[int]]) -> int:
@@ -638,13 +666,18 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("console", help="open the console (the default)")
     tasks = sub.add_parser("tasks", help="list the tasks and any task errors; or verify them")
     tasks.add_argument("action", nargs="?", default="list",
-                       choices=["list", "verify", "check", "import", "export"],
+                       choices=["list", "verify", "check", "teach", "import", "export"],
                        help="verify: run every case on the live oracle twice; check [TASK...]: "
                        "every task's data, then verify, with a summary (exit 1 on a problem); "
+                       "teach TASK: review the operator's teachings of its simulated user "
+                       "(--accept / --drop IDS, or asked one by one at a terminal); "
                        "import / export "
                        "icae-eval PATH: an ICAE-EVAL tree into the tasks folder, or its "
                        "imported tasks back to that layout")  # fmt: skip
     tasks.add_argument("--task", action="append", help="only this task (repeatable)")
+    for flag, what in (("--accept", "accept"), ("--drop", "drop")):
+        tasks.add_argument(flag, action="append", metavar="IDS",
+                           help=f"teach: {what} these teachings (1,2; repeatable)")  # fmt: skip
     from icae_tui.importers.commands import add_arguments as add_transfer_arguments
 
     add_transfer_arguments(tasks)  # import / export's own (icae_tui/importers/commands.py)
@@ -771,14 +804,18 @@ def silence_stdout() -> None:
 GLOBAL_FLAGS = ("-h", "--help")  # the global options that take no value
 
 
+NAMED_ACTIONS = ("check", "teach")  # `tasks` actions whose positionals are task names
+
+
 def check_names_as_options(argv: list[str]) -> list[str]:
-    """`tasks check A B` as `tasks check --task A --task B`: the tasks parser's positionals
-    after its action are import/export's (a benchmark, a path), so check's task names become
-    the `--task` options they mean before argparse sees them."""
+    """`tasks check A B` as `tasks check --task A --task B` (`tasks teach A` too): the tasks
+    parser's positionals after its action are import/export's (a benchmark, a path), so the
+    task names become the `--task` options they mean before argparse sees them."""
     at = 0
     while at < len(argv) and argv[at].startswith("-"):  # global options and their values
         at += 1 if argv[at] in GLOBAL_FLAGS or "=" in argv[at] else 2
-    if argv[at : at + 2] != ["tasks", "check"]:
+    action = argv[at + 1] if at + 1 < len(argv) else ""
+    if argv[at : at + 1] != ["tasks"] or action not in NAMED_ACTIONS:
         return argv
     out, rest = argv[: at + 2], argv[at + 2 :]
     after_option = False
