@@ -2,6 +2,7 @@
 
     python benchmarks/user_fidelity.py [--split test|dev|all] [--sets a,b] [--show-misses]
     python benchmarks/user_fidelity.py --model NAME --base-url URL [--api-key-env VAR]
+    python benchmarks/user_fidelity.py --taught [--sets a,b]
 
 The corpus is `benchmarks/fidelity/sets/<set>/`: a record set in ICAE-EVAL's user-agent
 format (`user_agent.json`, or `source.txt` naming a task's `user_agent/<level>.json`) and
@@ -24,6 +25,14 @@ over all trigger phrases with a cut-off (the least a matcher can do).
 
 With `--model`, the model mode (a model choosing among the matcher's candidates, audited)
 is measured instead, through the `openai` package against any OpenAI-compatible endpoint.
+
+With `--taught`, the operator teaching the simulated user (users/teachings.py) is measured:
+each dev-half question the matcher answered with the fallback although a record answers it
+is taught to that record (of several, the one the matcher scores highest: the one an
+operator would pick) as a console does — stored pending in a teachings file, accepted, and
+loaded into the level's records as a run loads them — then the matcher's figures on the
+test half (never taught) are printed before and after, side by side, with the dev half's
+for comparison.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -44,9 +54,11 @@ sys.path.insert(0, str(ROOT))
 
 from rapidfuzz import fuzz, process  # noqa: E402
 
-from icae_tui.domain.task import HiddenConstraint, OracleData  # noqa: E402
+from icae_tui.domain.task import HiddenConstraint, Level, OracleData  # noqa: E402
 from icae_tui.users.matching import match, prepare, score_records  # noqa: E402
 from icae_tui.users.public_cases import with_public_cases  # noqa: E402
+from icae_tui.users.teaching import taught_data  # noqa: E402
+from icae_tui.users.teachings import TeachingStatus, review, teach  # noqa: E402
 
 SETS = Path(__file__).resolve().parent / "fidelity" / "sets"
 BASELINE_CUTOFF = 70.0
@@ -263,6 +275,90 @@ def model_answer_factory(args: argparse.Namespace, audit: ModelAudit) -> Answer:
     return answer
 
 
+TAUGHT_LEVEL = Level.L1  # a set is one level; its teachings are filed under this one
+TAUGHT_BY = "benchmark"
+
+
+@dataclass
+class Taught:
+    """What `--taught` taught: per set, the dev half's false fallbacks as phrases."""
+
+    sets: list[RecordSet]  # the sets with their accepted teachings loaded
+    taught: int = 0  # phrases taught (each accepted)
+    dev_answerable: int = 0
+    dev_wrong_record: int = 0  # dev misses that gave a wrong record: no fallback, not taught
+
+
+def teach_dev_misses(sets: list[RecordSet], folder: Path) -> Taught:
+    """Each dev question answered with the fallback though a record answers it, taught to
+    that record (of several, the one the matcher scores highest) through the teachings file
+    a console writes, accepted, and loaded back as a run loads it."""
+    out = Taught([])
+    for s in sets:
+        root = folder / s.name
+        (root / "user_agent").mkdir(parents=True)
+        ids = []
+        for q in s.questions:
+            if q.split != "dev" or not q.expect:
+                continue
+            out.dev_answerable += 1
+            given = matcher_answer(q.text, s.data)
+            if given:
+                out.dev_wrong_record += not set(given) <= q.expect
+                continue
+            scores = {c.record_id: c.score for c in score_records(q.text, s.data)}
+            record = max(sorted(q.expect), key=lambda r: scores.get(r, 0.0))
+            t, new = teach(root, level=TAUGHT_LEVEL, record_id=record, phrase=q.text,
+                           run_id="user_fidelity", question_id=None, who=TAUGHT_BY)  # fmt: skip
+            if new:
+                ids.append(t.id)
+        if ids:
+            review(root, dict.fromkeys(ids, TeachingStatus.ACCEPTED), who=TAUGHT_BY)
+        out.taught += len(ids)
+        out.sets.append(RecordSet(s.name, taught_data(s.data, root, TAUGHT_LEVEL), s.questions))
+    return out
+
+
+def _figures(t: Tally) -> str:
+    pct = lambda a, b: f"{100 * a / b:5.1f}%" if b else "    —"  # noqa: E731
+    total = t.answerable + t.unanswerable
+    return (f"{pct(t.right, t.answerable)} {pct(t.leaks, total)} "
+            f"{pct(t.false_fallback, t.answerable)} {pct(t.correct_fallback, t.unanswerable)}")  # fmt: skip
+
+
+def compare_taught(sets: list[RecordSet]) -> dict[str, tuple[Tally, Tally]]:
+    """The matcher before and after the dev half's false fallbacks are taught, per set and
+    overall, on the test half (and on the dev half, which was taught), printed; returned:
+    split -> (before, after) overall."""
+    with tempfile.TemporaryDirectory(prefix="icae-taught-") as tmp:
+        taught = teach_dev_misses(sets, Path(tmp))
+    print(f"== taught: {taught.taught} dev-half questions the matcher fell back on, of "
+          f"{taught.dev_answerable} answerable, taught to their record and accepted "
+          f"({taught.dev_wrong_record} dev misses gave a wrong record: no fallback, so no "
+          f"teaching offered)")  # fmt: skip
+    cols = f"{'recall':>6} {'leaks':>6} {'f.fall':>6} {'c.fall':>6}"
+    overall: dict[str, tuple[Tally, Tally]] = {}
+    for split in ("test", "dev"):
+        note = "never taught" if split == "test" else "its fallbacks taught"
+        print(f"\n{split} half ({note})")
+        print(f"{'set':<16} {'n':>4}   before: {cols}    after: {cols}")
+        before_all, after_all = Tally(), Tally()
+        for old, new in zip(sets, taught.sets, strict=True):
+            _, before = measure([old], split, matcher_answer)
+            _, after = measure([new], split, matcher_answer)
+            before_all.merge(before)
+            after_all.merge(after)
+            n = before.answerable + before.unanswerable
+            print(f"{old.name:<16} {n:>4}   before: {_figures(before)}    after: {_figures(after)}")
+        n = before_all.answerable + before_all.unanswerable
+        print(
+            f"{'ALL':<16} {n:>4}   before: {_figures(before_all)}    after: {_figures(after_all)}"
+        )
+        overall[split] = (before_all, after_all)
+    print()
+    return overall
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--split", choices=["dev", "test", "all"], default="test")
@@ -271,8 +367,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", help="measure the model mode with this model")
     p.add_argument("--base-url", help="the model's OpenAI-compatible endpoint")
     p.add_argument("--api-key-env", default="", help="NAME of the variable holding its key")
+    p.add_argument("--taught", action="store_true",
+                   help="teach the dev half's false fallbacks; the test half before and after")  # fmt: skip
     args = p.parse_args(argv)
     sets = load_sets(args.sets.split(",") if args.sets else None)
+    if args.taught:
+        if args.model:
+            p.error("--taught measures the matcher: not with --model")
+        compare_taught(sets)
+        return 0
     n = sum(1 for s in sets for q in s.questions if args.split in ("all", q.split))
     print(f"{len(sets)} record sets, {n} questions ({args.split} half)\n")
     contenders: list[tuple[str, Answer]] = [("matcher", matcher_answer)]
