@@ -27,13 +27,16 @@ from icae_tui.domain.states import StopReason
 from icae_tui.gateway import serving
 from tests.gateway_upstream import ScriptedServer, chunk, completion, config
 
+Step = str | int | dict[str, Any]
+
 
 class Upstream(ScriptedServer):
-    """Answers from `script`, in order: a str is the reply's text (streamed when asked), an
-    int an error of that status; past the end it submits. Every body is kept in `seen`."""
+    """Answers from `script`, in order: a str is the reply's text (streamed when asked), a
+    dict a whole message (tool calls; not streamed), an int an error of that status; past
+    the end it submits. Every body is kept in `seen`."""
 
     def __init__(self) -> None:
-        self.script: list[str | int] = []
+        self.script: list[Step] = []
         self.seen: list[dict[str, Any]] = []
 
     async def _answer(self, request: web.Request) -> web.StreamResponse:
@@ -43,6 +46,10 @@ class Upstream(ScriptedServer):
         if isinstance(step, int):
             return web.json_response({"error": {"message": "grammar not supported"}},
                                      status=step)  # fmt: skip
+        if isinstance(step, dict):
+            reply = completion()
+            reply["choices"][0]["message"] = step
+            return web.json_response(reply)
         if not body.get("stream"):
             return web.json_response(completion(step))
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
@@ -114,7 +121,7 @@ def _settings(**extra: Any) -> ModelAgentConfig:
 
 
 async def _build(
-    upstream: Upstream, script: list[str | int], **extra: Any
+    upstream: Upstream, script: list[Step], **extra: Any
 ) -> tuple[Context, str | AgentStop]:
     """Run the agent on `script`: the context and the summary it submitted, or its stop."""
     upstream.script = list(script)
@@ -241,6 +248,37 @@ async def test_malformed_replies_in_a_row_stop_the_agent_with_the_reason(upstrea
 async def test_the_malformed_bound_is_three_by_default(upstream, key_env):
     ctx, outcome = await _build(upstream, ["hmm"] * 5)
     assert isinstance(outcome, AgentStop) and len(upstream.seen) == 3
+
+
+def _calls(content: str, *calls: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    return {"role": "assistant", "content": content, "tool_calls": [
+        {"id": f"c{i}", "type": "function",
+         "function": {"name": name, "arguments": json.dumps(args)}}
+        for i, (name, args) in enumerate(calls)]}  # fmt: skip
+
+
+async def test_text_actions_beside_tool_calls_are_told_not_taken(upstream, key_env):
+    reply = _calls("ASK: is this lost?", ("bash", {"command": "ls"}), ("bash", {"command": "pwd"}))
+    ctx, outcome = await _build(upstream, [reply, "SUBMIT: ok"], stream=False)
+    assert outcome == "ok" and ctx.ran == ["ls", "pwd"] and ctx.asked == []
+    first, second = upstream.seen[1]["messages"][-2:]
+    assert (first["role"], first["tool_call_id"], first["content"]) == (
+        "tool",
+        "c0",
+        "exit code 0\nran #1\n",
+    )
+    assert second["tool_call_id"] == "c1" and second["content"].endswith(
+        "note: your reply's text also held 1 action, not taken: beside tool calls only the "
+        "tool calls are taken"
+    )
+
+
+async def test_an_open_heredoc_in_a_bash_tool_call_is_answered_and_counted(upstream, key_env):
+    bad = _calls("", ("bash", {"command": "cat > a.py <<'EOF'\nprint(1)\n"}))
+    ctx, outcome = await _build(upstream, [bad, bad, bad], stream=False)
+    assert ctx.ran == [] and isinstance(outcome, AgentStop)
+    assert "the heredoc `<<'EOF'` is never closed" in outcome.detail
+    assert upstream.seen[1]["messages"][-1]["content"].startswith("error: the heredoc")
 
 
 # -- reply constraints ---------------------------------------------------------------------
