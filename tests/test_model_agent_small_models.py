@@ -186,6 +186,15 @@ async def test_a_submit_beside_other_actions_is_told_not_taken(upstream, key_env
     assert "SUBMIT was not taken beside other actions" in _observation(upstream, 0)
 
 
+async def test_a_question_written_twice_in_a_reply_is_asked_once(upstream, key_env):
+    reply = "ASK: Which Python?\nI mean: ASK: which  python?\nASK: Which flags?"
+    ctx, _ = await _build(upstream, [reply, "SUBMIT: ok"])
+    assert ctx.asked == ["Which Python?", "Which flags?"]
+    assert "note: the question 'which  python?' was written twice: asked once" in (
+        _observation(upstream, 0)
+    )
+
+
 async def test_past_the_cap_the_actions_not_taken_are_named(upstream, key_env):
     reply = "\n".join(f"ASK: question {i}?" for i in range(MAX_ACTIONS + 2))
     ctx, _ = await _build(upstream, [reply, "SUBMIT: ok"])
@@ -205,7 +214,9 @@ async def test_an_open_heredoc_is_not_run_and_the_model_is_told(upstream, key_en
     )
     assert outcome == "ok" and ctx.ran == [HEREDOC_WRITE]
     shown = _observation(upstream, 0)
-    assert shown.startswith("No action was taken: the heredoc `<<EOF` is never closed")
+    assert shown.startswith(
+        "No action was taken: the heredoc `<<EOF` (in `cat > semver.py <<EOF`) is never closed"
+    )
     assert "a line holding only `EOF`" in shown
 
 
@@ -277,7 +288,7 @@ async def test_an_open_heredoc_in_a_bash_tool_call_is_answered_and_counted(upstr
     bad = _calls("", ("bash", {"command": "cat > a.py <<'EOF'\nprint(1)\n"}))
     ctx, outcome = await _build(upstream, [bad, bad, bad], stream=False)
     assert ctx.ran == [] and isinstance(outcome, AgentStop)
-    assert "the heredoc `<<'EOF'` is never closed" in outcome.detail
+    assert "the heredoc `<<'EOF'` (in `cat > a.py <<'EOF'`) is never closed" in outcome.detail
     assert upstream.seen[1]["messages"][-1]["content"].startswith("error: the heredoc")
 
 
@@ -310,16 +321,19 @@ async def test_a_json_schema_is_sent_and_its_replies_taken(upstream, key_env):
     assert _observation(upstream, 0) == "exit code 0\nran #1\n"  # no note: the expected form
 
 
-async def test_a_server_refusing_the_constraint_is_asked_again_without_it(upstream, key_env):
+@pytest.mark.parametrize("status", [400, 422])
+async def test_a_server_refusing_the_constraint_is_asked_again_without_it(
+    upstream, key_env, status
+):
     ctx, outcome = await _build(
-        upstream, [400, "```bash\nls\n```", "SUBMIT: ok"], constrain_reply="gbnf", stream=False
+        upstream, [status, "```bash\nls\n```", "SUBMIT: ok"], constrain_reply="gbnf", stream=False
     )
     assert outcome == "ok" and ctx.ran == ["ls"]
     assert ["grammar" in b for b in upstream.seen] == [True, False, False]  # once, then never
     assert all("tools" not in b for b in upstream.seen)
     [note] = [e for e in ctx.events if isinstance(e, Progress)]
     assert "refused the gbnf reply constraint" in note.message
-    assert "HTTP 400" in note.message and "without it" in note.message
+    assert f"HTTP {status}" in note.message and "without it" in note.message
 
 
 async def test_a_400_without_a_constraint_still_stops_the_agent(upstream, key_env):
@@ -367,6 +381,10 @@ def test_a_reply_is_read_in_the_order_written():
     ]  # fmt: skip
     assert reading.other_blocks == ["python"] and not reading.problems
     assert read_reply('echo \'{"name": "x"}\' is just prose').actions == []
+    # a question ending a line of prose is taken; a submit must start its line
+    reading = read_reply("I need to know one thing. ASK: `Which format?`\nI will SUBMIT: later")
+    assert [(a.kind, a.text) for a in reading.actions] == [(ActionKind.ASK, "Which format?")]
+    assert read_reply("- SUBMIT: **done**").actions[0].text == "done"
 
 
 # -- the GBNF, checked as the regular language it is ---------------------------------------

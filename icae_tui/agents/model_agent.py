@@ -48,6 +48,7 @@ COMMAND_TIMEOUT_S = 120.0
 DEFAULT_MAX_STEPS = 50  # when the entry sets none: a model that never submits must end
 STREAM_PIECE_CHARS = 80
 STREAM_PIECE_S = 0.1
+CONSTRAINT_REFUSED = (400, 422)  # how servers answer a field they do not support
 MAX_ACTIONS = 8  # taken from one reply; more are told as not taken
 OBSERVATION_MIN_CHARS = 2_000  # of each command's output when a reply ran several
 
@@ -197,7 +198,7 @@ class ModelAgent:
             constrained = {**body, **extra_body(constraint)} if constraint else body
             reply = await ctx.model.complete(constrained, streamer)
         except EndpointRefused as err:
-            if constraint is None or err.status != 400:
+            if constraint is None or err.status not in CONSTRAINT_REFUSED:
                 raise
             why = err.detail.removeprefix("model endpoint refused the request: ")
             note = (f"the model endpoint refused the {constraint} reply constraint (HTTP "
@@ -275,6 +276,7 @@ class ModelAgent:
             why = "beside other actions" if actions else "beside what went wrong"
             notes.append(f"SUBMIT was not taken {why}: submit in a reply of its own, once "
                          "you have seen the tool work")  # fmt: skip
+        actions = _once(actions, notes)
         if len(actions) > MAX_ACTIONS:
             rest = actions[MAX_ACTIONS:]
             notes.append(f"only the first {MAX_ACTIONS} actions were taken; not taken: "
@@ -302,6 +304,22 @@ class ModelAgent:
         if action.kind is ActionKind.ASK:
             return "The user answers: " + await ctx.ask(action.text)
         return await _run(action.text, ctx, cap)
+
+
+def _once(actions: list[Action], notes: list[str]) -> list[Action]:
+    """The reply's actions with a question written again in the same reply asked once (a
+    small model repeats itself; each asking spends the budget)."""
+    seen: set[str] = set()
+    kept = []
+    for action in actions:
+        if action.kind is ActionKind.ASK:
+            key = " ".join(action.text.lower().split())
+            if key in seen:
+                notes.append(f"the question {action.text!r} was written twice: asked once")
+                continue
+            seen.add(key)
+        kept.append(action)
+    return kept
 
 
 def _user(text: str) -> dict[str, Any]:

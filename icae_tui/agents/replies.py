@@ -40,8 +40,10 @@ class Reading:
 SHELL_LANGS = frozenset({"", "bash", "sh", "shell", "console", "zsh"})
 TOOL_NAMES = "bash, ask_user, submit"
 _OPEN_FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+.#-]*)[^\n`]*$", re.MULTILINE)
-_ASK = re.compile(r"^[ \t*_]*ASK:[*_]*[ \t]*(.*)$", re.MULTILINE)
-_SUBMIT = re.compile(r"^[ \t*_]*SUBMIT:[*_]*[ \t]*(.*)$", re.MULTILINE)
+# A question may end a line of prose ("I need to know. ASK: …"): none is missed. A submit
+# must start its line (bullets and bold allowed), or prose about submitting would submit.
+_ASK = re.compile(r"(?:^|(?<=\s))[*_`]*ASK:[*_`]*[ \t]*(.*)$", re.MULTILINE)
+_SUBMIT = re.compile(r"^[ \t*_>-]*SUBMIT:[*_]*[ \t]*(.*)$", re.MULTILINE)
 # `<<WORD`, `<<'WORD'`, `<<"WORD"`, `<<-WORD`; not `<<<` (a here-string)
 _HEREDOC = re.compile(r"(?<!<)<<(?!<)(-?)[ \t]*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
 _RUN_NAMES = {"bash": "command", "shell": "command", "run": "command", "execute": "command"}
@@ -71,9 +73,11 @@ def check_command(command: str) -> str | None:
     if (opened := open_heredoc(command)) is not None:
         word = _HEREDOC.match(opened[opened.index("<<") :])
         end = word.group(3) if word else "EOF"
+        line = next(x for x in command.split("\n") if opened in x).strip()
+        where = "" if line == opened else f" (in `{line[:80]}`)"
         return (
-            f"the heredoc `{opened}` is never closed: a line holding only `{end}` must end "
-            "it, before the block's closing ```; the block was not run"
+            f"the heredoc `{opened}`{where} is never closed: a line holding only `{end}` "
+            "must end it, before the block's closing ```; the block was not run"
         )
     return None
 
@@ -98,6 +102,8 @@ def read_reply(text: str) -> Reading:
                 )
             elif lang == "json":
                 _json_calls(body, m.start(), found, out)
+            else:
+                out.other_blocks.append(lang)
             pos = len(text)
             break
         body = text[body_start:close] if body_start <= close else ""
@@ -115,7 +121,7 @@ def read_reply(text: str) -> Reading:
     prose.append((pos, text[pos:]))
     for offset, part in prose:
         for m in _ASK.finditer(part):
-            if question := m.group(1).strip().strip("*_").strip():
+            if question := m.group(1).strip().strip("*_`").strip():
                 found.append((offset + m.start(), Action(ActionKind.ASK, question)))
         for m in _SUBMIT.finditer(part):
             summary = m.group(1).strip().strip("*_").strip() or "done"
