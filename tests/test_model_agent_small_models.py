@@ -160,7 +160,7 @@ async def test_questions_written_after_a_block_reach_the_user(upstream, key_env)
     assert ctx.ran == [HEREDOC_WRITE]
     assert ctx.asked == ["Should a leading 'v' be accepted?", "What exit code on bad input?"]
     shown = _observation(upstream, 0)
-    assert shown.startswith("Your reply held 3 actions; all were taken, in order:")
+    assert shown.startswith("3 actions of your reply were taken, in order:")
     assert shown.index("[1] ran: cat > semver.py") < shown.index("ran #1")
     assert "[2] asked: Should a leading 'v' be accepted?\nThe user answers: answer #1" in shown
     assert "[3] asked: What exit code on bad input?\nThe user answers: answer #2" in shown

@@ -153,7 +153,8 @@ class ModelAgentConfig(EndpointConfig):
 
     kind: Literal[AgentKind.MODEL] = AgentKind.MODEL
     temperature: Annotated[float, Field(strict=True, ge=0, le=2)] | None = None
-    prompts: NonEmpty | None = None  # a folder with system.md / instance.md to use instead
+    # a folder with system.md, instance.md or reply-*.md (the reply format) to use instead
+    prompts: NonEmpty | None = None
     stream: bool = True  # ask for streamed replies: tokens show in the trace as they come
     # opt-in: the server constrains each reply to one well-formed action (llama.cpp's GBNF
     # `grammar`, or a `response_format` JSON schema); dropped for the run on an HTTP 400

@@ -178,7 +178,7 @@ class ModelAgent:
                 raise AgentStop(
                     StopReason.AGENT_ERROR,
                     f"{malformed} malformed replies in a row, no action taken "
-                    f"(the last: {turn.problem})",
+                    f"(the last: {_short(turn.problem)})",
                 )
 
     async def _ask_model(
@@ -293,7 +293,7 @@ class ModelAgent:
         if len(results) == 1:
             text = results[0]
         else:
-            text = f"Your reply held {len(results)} actions; all were taken, in order:\n\n"
+            text = f"{len(results)} actions of your reply were taken, in order:\n\n"
             text += "\n\n".join(f"[{i}] {_label(a)}\n{r}"
                                 for i, (a, r) in enumerate(zip(actions, results, strict=True), 1))  # fmt: skip
         if notes:
@@ -320,6 +320,10 @@ def _once(actions: list[Action], notes: list[str]) -> list[Action]:
             seen.add(key)
         kept.append(action)
     return kept
+
+
+def _short(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _user(text: str) -> dict[str, Any]:
