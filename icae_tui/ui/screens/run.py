@@ -38,6 +38,7 @@ footer shows the most important keys (FOOTER_FIRST) and "? All keys" for the res
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import ClassVar
@@ -54,7 +55,7 @@ from textual.widgets import DataTable, Static
 from textual.worker import Worker, WorkerState
 
 from icae_tui.display.export import Exported, export_folder, export_run
-from icae_tui.display.handle import Outcome, RunHandle
+from icae_tui.display.handle import Outcome, RunHandle, RunKind
 from icae_tui.display.operator import (
     Asking,
     Confirm,
@@ -85,8 +86,11 @@ from icae_tui.ui.widgets.clarifications import ClarificationPane
 from icae_tui.ui.widgets.footer import Footer
 from icae_tui.ui.widgets.progress import ProgressLine
 from icae_tui.ui.widgets.results import ResultsPane, ResultsTable
+from icae_tui.ui.widgets.teach_picker import TeachPicker
 from icae_tui.ui.widgets.trace import TraceLog
 from icae_tui.users.responders import MODES
+from icae_tui.users.teaching import OfferWatch, TeachOffer, record_choices
+from icae_tui.users.teachings import TeachingsError, teach
 
 FLUSH_S = 0.08
 RESULTS_TICKS = 6  # the flush timer's ticks between two draws of the results (0.48 s)
@@ -155,9 +159,10 @@ def short_path(path: Path) -> str:
 
 class RunScreen(Screen[None]):
     # what the footer keeps when it is narrow (widgets/footer.py), most important first:
-    # answering, who answers, cancelling and leaving (a replay's: playing and pausing)
+    # answering, who answers, cancelling, skipping a teaching and leaving (a replay's: playing
+    # and pausing)
     FOOTER_FIRST: ClassVar[tuple[str, ...]] = (
-        "answer_box", "cycle_typing", "cycle", "leave", "cancel_run", "back", "play_pause",
+        "answer_box", "cycle_typing", "cycle", "leave", "cancel_run", "skip", "back", "play_pause",
         "restore_draft", "pause", "select_cursor", "export",
     )  # fmt: skip
     # action ids for keymap.toml (ui/keymap.py)
@@ -223,6 +228,9 @@ class RunScreen(Screen[None]):
         self._ticks = 0  # of the flush timer
         self.export_base: Path | None = None  # where exports go (None: the current directory)
         self.exported: Exported | None = None  # the last export
+        # teaching the simulated user: offers after a human answered where it fell back
+        self._teach_watch = OfferWatch()
+        self._offers: deque[TeachOffer] = deque()
 
     # --- layout and state -------------------------------------------------------------------
 
@@ -243,6 +251,9 @@ class RunScreen(Screen[None]):
                 answer = AnswerBox(id="answer")
                 answer.display = False
                 yield answer
+                picker = TeachPicker(id="teach")
+                picker.display = False
+                yield picker
         results = ResultsTable(id="results")
         results.border_title = "Results"
         yield ResultsPane(results, id="results-pane")
@@ -269,6 +280,10 @@ class RunScreen(Screen[None]):
     @property
     def answer_box(self) -> AnswerBox:
         return self.query_one("#answer", AnswerBox)
+
+    @property
+    def teach_picker(self) -> TeachPicker:
+        return self.query_one("#teach", TeachPicker)
 
     @property
     def started(self) -> RunStarted | None:
@@ -371,8 +386,14 @@ class RunScreen(Screen[None]):
         """The source's subscriber. Never raises: a display problem shows in the status line."""
         try:
             self.view.apply(ev)
+            if self.handle.kind is RunKind.LIVE and self.handle.task is not None:
+                offer = self._teach_watch.observe(ev)
+                if offer is not None:
+                    self._offers.append(offer)
             if self.is_attached:
                 self._draw()
+                if self._offers and not self.teach_picker.display:
+                    self._next_offer()
         except Exception as err:  # the display must survive anything
             if self.is_attached:
                 self._set_status(
@@ -604,7 +625,7 @@ class RunScreen(Screen[None]):
                 had_focus = box.has_focus
                 box.display = False
                 if had_focus or self.focused is None:
-                    self.trace.focus()
+                    self._focus_after_box()
             return
         status, notice = box.offer(q, self.mode)
         self.refresh_bindings()
@@ -613,6 +634,70 @@ class RunScreen(Screen[None]):
             box.focus()
             self.notify(notice, title="Question")
         self._set_status(Text(status, "bold magenta"), about=q.question_id)
+
+    def _focus_after_box(self) -> None:
+        """The answer box went: the teach picker, when it asks, else the trace."""
+        picker = self.teach_picker
+        if picker.display:
+            picker.focus_records()
+        else:
+            self.trace.focus()
+
+    # --- teaching the simulated user (users/teaching.py) ---------------------------------------
+
+    def _next_offer(self) -> None:
+        """Show the next offer to teach, if any: the picker takes the focus unless the
+        operator is answering (a new question keeps the box)."""
+        picker = self.teach_picker
+        task = self.handle.task
+        while self._offers and task is not None:
+            offer = self._offers.popleft()
+            ua = task.user_agent.get(offer.level)
+            choices, likely = record_choices(ua.oracle_data, offer) if ua else ([], -1)
+            if not choices:  # the level has no record to attach it to
+                continue
+            picker.show_offer(offer, choices, likely)
+            picker.display = True
+            if not self.answer_box.display:
+                picker.focus_records()
+            return
+        self._close_picker()
+
+    def _close_picker(self) -> None:
+        picker = self.teach_picker
+        had_focus = picker.has_focus_within
+        picker.offer = None
+        picker.display = False
+        if self._offers:
+            self._next_offer()
+        elif had_focus:
+            (self.answer_box if self.answer_box.display else self.trace).focus()
+
+    def on_teach_picker_chosen(self, event: TeachPicker.Chosen) -> None:
+        event.stop()
+        task, offer = self.handle.task, event.offer
+        if task is None:
+            return
+        try:
+            teaching, new = teach(Path(task.root), level=offer.level, record_id=event.record_id,
+                                  phrase=event.phrase, run_id=offer.run_id,
+                                  question_id=offer.question_id, answer=offer.answer)  # fmt: skip
+        except (TeachingsError, ValueError) as err:  # kept open: nothing is lost
+            self.notify(str(err), title="Not taught", severity="error", markup=False)
+            return
+        review = f"icae tasks teach {task.id}"
+        if new:
+            message = (f"Q{offer.question_id} → {event.record_id}: teaching #{teaching.id}, "
+                       f"pending until accepted ({review})")  # fmt: skip
+        else:
+            message = (f"Already taught to {event.record_id}: teaching #{teaching.id}, "
+                       f"{teaching.status.value} ({review})")  # fmt: skip
+        self.notify(message, title="Taught", markup=False)
+        self._close_picker()
+
+    def on_teach_picker_skipped(self, event: TeachPicker.Skipped) -> None:
+        event.stop()
+        self._close_picker()
 
     def on_answer_box_left(self, event: AnswerBox.Left) -> None:
         event.stop()
