@@ -164,3 +164,38 @@ async def test_a_malformed_teachings_file_is_notified_and_the_picker_stays(app, 
         await until(pilot, lambda: not picker.display)
         await screen.worker.wait()
     assert teachings_path(folder).read_text() == "{oops\n"
+
+
+async def test_a_new_question_keeps_the_box_and_offers_wait_their_turn(app, tmp_path):
+    folder = copy_mini(tmp_path)
+    task = load_mini(folder)
+    second = "And what colour is the logo?"  # a fallback too
+
+    async def script(run: FakeRun) -> RunOutcome:
+        run.emit(started("human"))
+        await run.channel.ask(ASKED)
+        await run.channel.ask(second)  # at once: the picker for Q1 is up
+        return finish(run)
+
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await open_screen(
+            app, pilot, RunScreen(LiveSource(FakeRun(task, "human", script), task=task))
+        )
+        await until(pilot, lambda: screen.awaiting == 1)
+        await pilot.press(*ANSWER, "enter")
+        picker, box = screen.teach_picker, screen.answer_box
+        await until(pilot, lambda: screen.awaiting == 2 and picker.display)
+        assert box.has_focus  # answering comes first
+        assert picker.offer is not None and picker.offer.question_id == 1
+        await pilot.press(*"blue", "enter")
+        await until(pilot, lambda: not box.display and picker.records.has_focus)
+        assert picker.offer.question_id == 1
+        await pilot.press("escape")  # Q1 skipped: Q2's offer is next
+        await until(pilot, lambda: picker.offer is not None and picker.offer.question_id == 2)
+        assert picker.border_title == "Teach Q2: which record?"
+        assert picker.phrase.value == second
+        await pilot.press("down", "enter")  # attached to C002
+        await until(pilot, lambda: not picker.display)
+        await screen.worker.wait()
+    [t] = load_teachings(folder)
+    assert (t.taught.question_id, t.taught.record_id, t.taught.answer) == (2, "C002", "blue")
