@@ -30,9 +30,11 @@ With `--taught`, the operator teaching the simulated user (users/teachings.py) i
 each dev-half question the matcher answered with the fallback although a record answers it
 is taught to that record (of several, the one the matcher scores highest: the one an
 operator would pick) as a console does — stored pending in a teachings file, accepted, and
-loaded into the level's records as a run loads them — then the matcher's figures on the
-test half (never taught) are printed before and after, side by side, with the dev half's
-for comparison.
+loaded into the level's records as a run loads them — then the simulated user's figures on
+the test half (never taught) are printed before and after, side by side, with the dev
+half's for comparison: before, the matcher; after, the matcher with the taught phrases as a
+run answers with them (`taught_match`: an answer only they give needs a near-exact match),
+and beside it the taught phrases as plain trigger phrases (no such bar), for comparison.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ from rapidfuzz import fuzz, process  # noqa: E402
 from icae_tui.domain.task import HiddenConstraint, Level, OracleData  # noqa: E402
 from icae_tui.users.matching import match, prepare, score_records  # noqa: E402
 from icae_tui.users.public_cases import with_public_cases  # noqa: E402
-from icae_tui.users.teaching import taught_data  # noqa: E402
+from icae_tui.users.teaching import TaughtLevel, taught_data, taught_match  # noqa: E402
 from icae_tui.users.teachings import TeachingStatus, review, teach  # noqa: E402
 
 SETS = Path(__file__).resolve().parent / "fidelity" / "sets"
@@ -319,6 +321,15 @@ def teach_dev_misses(sets: list[RecordSet], folder: Path) -> Taught:
     return out
 
 
+def taught_answer(own: OracleData) -> Answer:
+    """The simulated user's answer with the taught records, as a run gives it."""
+
+    def answer(question: str, taught: OracleData) -> list[str]:
+        return [c.record_id for c in taught_match(question, TaughtLevel(own, taught)).chosen]
+
+    return answer
+
+
 def _figures(t: Tally) -> str:
     pct = lambda a, b: f"{100 * a / b:5.1f}%" if b else "    —"  # noqa: E731
     total = t.answerable + t.unanswerable
@@ -341,19 +352,23 @@ def compare_taught(sets: list[RecordSet]) -> dict[str, tuple[Tally, Tally]]:
     for split in ("test", "dev"):
         note = "never taught" if split == "test" else "its fallbacks taught"
         print(f"\n{split} half ({note})")
-        print(f"{'set':<16} {'n':>4}   before: {cols}    after: {cols}")
-        before_all, after_all = Tally(), Tally()
+        print(f"{'set':<16} {'n':>4}   before: {cols}   after: {cols}   plain: {cols}")
+        before_all, after_all, plain_all = Tally(), Tally(), Tally()
+
+        def row(name: str, before: Tally, after: Tally, plain: Tally) -> str:
+            n = before.answerable + before.unanswerable
+            return (f"{name:<16} {n:>4}   before: {_figures(before)}   after: {_figures(after)}"
+                    f"   plain: {_figures(plain)}")  # fmt: skip
+
         for old, new in zip(sets, taught.sets, strict=True):
             _, before = measure([old], split, matcher_answer)
-            _, after = measure([new], split, matcher_answer)
+            _, after = measure([new], split, taught_answer(old.data))
+            _, plain = measure([new], split, matcher_answer)  # taught phrases, no bar
             before_all.merge(before)
             after_all.merge(after)
-            n = before.answerable + before.unanswerable
-            print(f"{old.name:<16} {n:>4}   before: {_figures(before)}    after: {_figures(after)}")
-        n = before_all.answerable + before_all.unanswerable
-        print(
-            f"{'ALL':<16} {n:>4}   before: {_figures(before_all)}    after: {_figures(after_all)}"
-        )
+            plain_all.merge(plain)
+            print(row(old.name, before, after, plain))
+        print(row("ALL", before_all, after_all, plain_all))
         overall[split] = (before_all, after_all)
     print()
     return overall

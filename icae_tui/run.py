@@ -273,14 +273,15 @@ class Run:
         data = with_public_cases(
             cfg.task.user_agent[cfg.level].oracle_data, public_case_files(Path(cfg.task.root))
         )
+        taught = data
         try:  # the operator's accepted teachings: more trigger phrases (users/teaching.py)
-            data = taught_data(data, Path(cfg.task.root), cfg.level)
+            taught = taught_data(data, Path(cfg.task.root), cfg.level)
         except TeachingsError as err:
             self._teachings_error = err  # the run fails at its start, naming file and line
         if cfg.user_model is not None:
-            self._model_user = ModelUser(data, cfg.user_model)
+            self._model_user = ModelUser(taught, cfg.user_model)
             return self._model_user
-        return SimulatedUser(data)
+        return SimulatedUser(data, taught=taught)
 
     def _started(self, limits: Limits) -> RunStarted:
         cfg, task = self.config, self.config.task

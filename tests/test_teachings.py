@@ -15,11 +15,14 @@ from icae_tui.domain.states import AnsweredBy, RunStatus
 from icae_tui.domain.task import Level
 from icae_tui.run import Run, RunConfig
 from icae_tui.users.matching import match
+from icae_tui.users.responders import SimulatedUser
 from icae_tui.users.teaching import (
     OfferWatch,
+    TaughtLevel,
     TeachOffer,
     record_choices,
     taught_data,
+    taught_match,
     teachable,
     with_taught,
 )
@@ -129,6 +132,45 @@ def test_a_teaching_for_a_record_the_level_lacks_adds_nothing(tmp_path):
     _teach(folder, phrase="how is the word count formatted", record="C002")  # it has that one
     review(folder, {1: TeachingStatus.ACCEPTED, 2: TeachingStatus.ACCEPTED})
     assert with_taught(data, load_teachings(folder), Level.L1) is data
+
+
+def _accepted(folder, *taught: tuple[str, str]) -> TaughtLevel:
+    """The mini L1 records, and the same with these (record, phrase) teachings accepted."""
+    for record, phrase in taught:
+        _teach(folder, phrase=phrase, record=record)
+    review(folder, dict.fromkeys(range(1, len(taught) + 1), TeachingStatus.ACCEPTED))
+    own = load_mini(folder).user_agent[Level.L1].oracle_data
+    return TaughtLevel(own, taught_data(own, folder, Level.L1))
+
+
+def _ids(question: str, level: TaughtLevel) -> list[str]:
+    return [c.record_id for c in taught_match(question, level).chosen]
+
+
+def test_a_taught_phrase_answers_its_question_and_close_rewordings_only(tmp_path):
+    level = _accepted(copy_mini(tmp_path), ("C001", ASKED))
+    assert _ids(ASKED, level) == ["C001"]
+    assert _ids("which verb has the tool never heard of", level) == ["C001"]  # a rewording
+    # loosely related: the taught phrase alone would reveal C001 (below the bar: it does not)
+    loose = "does the tool say anything for a verb"
+    assert [c.record_id for c in match(loose, level.taught).chosen] == ["C001"]
+    assert _ids(loose, level) == []
+    assert _ids("what does count print", level) == ["C002"]  # the records' own, as before
+
+
+def test_teaching_never_takes_an_answer_away(tmp_path):
+    # the same words taught to C002 make a tie with C001: alone the taught records fall back
+    question = "How should unknown operations be reported?"
+    level = _accepted(copy_mini(tmp_path), ("C002", question))
+    assert match(question, level.taught).fallback
+    assert _ids(question, level) == ["C001"]
+
+
+async def test_the_simulated_user_answers_from_the_taught_records(tmp_path):
+    level = _accepted(copy_mini(tmp_path), ("C001", ASKED))
+    reply = await SimulatedUser(level.own, taught=level.taught).reply(1, ASKED)
+    assert reply.record_ids == ["C001"] and not reply.fallback
+    assert (await SimulatedUser(level.own).reply(1, ASKED)).fallback  # untaught
 
 
 @pytest.mark.parametrize(

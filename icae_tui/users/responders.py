@@ -20,6 +20,7 @@ from typing import Protocol
 from icae_tui.domain.states import AnsweredBy, ResponderMode
 from icae_tui.domain.task import OracleData
 from icae_tui.users.matching import match, prepare
+from icae_tui.users.teaching import TaughtLevel, taught_match
 
 MODES = tuple(ResponderMode)  # in the order the console cycles through them
 
@@ -45,18 +46,31 @@ class Responder(Protocol):
 class SimulatedUser:
     name = "simulated"
 
-    def __init__(self, data: OracleData) -> None:
+    def __init__(self, data: OracleData, *, taught: OracleData | None = None) -> None:
+        """`taught`: `data` with the operator's accepted teachings (users/teaching.py)."""
         self.data = data
+        self.taught = taught
         prepare(data)  # index the records now, so the first question is as fast as the rest
+        if taught is not None:
+            prepare(taught)
 
     async def reply(self, question_id: int, question: str) -> Reply:
-        return grounded_reply(question, self.data)
+        return grounded_reply(question, self.data, taught=self.taught)
 
 
 def grounded_reply(
-    question: str, data: OracleData, *, responder: AnsweredBy = AnsweredBy.SIMULATED
+    question: str,
+    data: OracleData,
+    *,
+    responder: AnsweredBy = AnsweredBy.SIMULATED,
+    taught: OracleData | None = None,
 ) -> Reply:
-    result = match(question, data)
+    """The matcher's reply from `data`'s records (with `taught`, the operator's accepted
+    teachings too: `taught_match`)."""
+    if taught is None:
+        result = match(question, data)
+    else:
+        result = taught_match(question, TaughtLevel(data, taught))
     scores = {c.record_id: c.score for c in result.chosen}
     runner_up = ""
     if result.runner_up is not None:

@@ -6,6 +6,15 @@ the fallback) that a human answered: in human mode, or in assisted mode with the
 replaced. It only ever adds a phrase to a record the level already has — never a new
 requirement — and only once accepted does the matcher see it, so a pending teaching never
 changes an answer.
+
+A taught phrase is a whole question as an agent asked it, with its context around the
+asked thing, so its words reach further than a trigger phrase's: `taught_match` lets it
+answer the question it was taught from and close rewordings of it, not loosely related
+ones. An answer that only the taught phrases give (the level's own phrases give another,
+or none) must score `TAUGHT_BAR`, the bar of the generic records, which also share words
+with many questions; and teaching never takes an answer away (the level's own phrases
+answered, the taught ones fall back: their answer stands). Measured by
+`benchmarks/user_fidelity.py --taught`.
 """
 
 from __future__ import annotations
@@ -19,9 +28,10 @@ from rapidfuzz import fuzz
 from icae_tui.domain.events import Event, QuestionAnswered, QuestionAsked, RunStarted
 from icae_tui.domain.states import AnsweredBy
 from icae_tui.domain.task import Level, OracleData
-from icae_tui.users.matching import score_records
+from icae_tui.users.matching import GENERIC_THRESHOLD, MatchResult, match, score_records
 from icae_tui.users.teachings import Teaching, TeachingStatus, load_teachings, normal_phrase
 
+TAUGHT_BAR = GENERIC_THRESHOLD  # an answer only taught phrases give: a near-exact match
 # How much the matcher's own score for the question counts beside the likeness of the
 # operator's answer to a record's response, when suggesting the record it came from.
 QUESTION_WEIGHT = 0.5
@@ -64,6 +74,27 @@ def taught_data(data: OracleData, task_root: Path, level: Level) -> OracleData:
     """The level's records with the task's accepted teachings; a malformed teachings file
     raises `TeachingsError` (file and line)."""
     return with_taught(data, load_teachings(task_root), level)
+
+
+@dataclass(frozen=True)
+class TaughtLevel:
+    """A level's records (`own`) and the same with the accepted teachings (`taught`)."""
+
+    own: OracleData
+    taught: OracleData
+
+
+def taught_match(question: str, level: TaughtLevel) -> MatchResult:
+    """The matcher's answer over the taught records, where the taught phrases may decide
+    it only on a near-exact match (see the module's notes)."""
+    if level.taught is level.own:
+        return match(question, level.own)
+    own, taught = match(question, level.own), match(question, level.taught)
+    if {c.record_id for c in taught.chosen} == {c.record_id for c in own.chosen}:
+        return taught
+    if taught.fallback:
+        return own  # teaching adds answers; it never takes one away
+    return taught if min(c.score for c in taught.chosen) >= TAUGHT_BAR else own
 
 
 # --- offering a teaching -------------------------------------------------------------------
