@@ -7,6 +7,7 @@ run too. Every test works on a copy of the fixture task."""
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 
@@ -266,3 +267,24 @@ async def test_a_run_with_a_malformed_teachings_file_fails_naming_it(tmp_path, s
     outcome = await run.execute()
     assert outcome.status == RunStatus.FAILED
     assert f"{teachings_path(folder)}: line 1: field 'id'" in outcome.error
+
+
+def test_two_consoles_teaching_at_once_lose_nothing(tmp_path):
+    folder = copy_mini(tmp_path)
+    start = threading.Barrier(2)
+
+    def console(name: str) -> None:
+        start.wait()
+        for i in range(20):
+            teach(folder, level=Level.L1, record_id="C001", phrase=f"{name} {i}", who=name)
+
+    threads = [threading.Thread(target=console, args=(n,)) for n in ("alice", "bob")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    teachings = load_teachings(folder)
+    assert sorted(t.id for t in teachings) == list(range(1, 41))  # each id once, none lost
+    assert {t.taught.phrase for t in teachings} == {
+        f"{n} {i}" for n in ("alice", "bob") for i in range(20)
+    }
