@@ -100,8 +100,8 @@ from icae_tui.users.icae_wire import QUERY_PORT, with_clarification
 from icae_tui.users.model_user import ModelConfig, ModelUser
 from icae_tui.users.public_cases import public_case_files, with_public_cases
 from icae_tui.users.responders import Desk, Responder, SimulatedUser
-from icae_tui.users.teaching import taught_data
-from icae_tui.users.teachings import TeachingsError
+from icae_tui.users.teaching import in_use_note, load_taught
+from icae_tui.users.teachings import Teaching, TeachingsError
 
 log = logging.getLogger(__name__)
 
@@ -196,6 +196,7 @@ class Run:
         self.log = RunLog(self.run_id, store)
         self._model_user: ModelUser | None = None  # the automatic user, when it is a model
         self._teachings_error: TeachingsError | None = None
+        self._teachings_used: list[Teaching] = []  # accepted, answered with (in the trace)
         self.desk = Desk(self._auto_responder(), config.responder)
         self._running = False  # between RunStarted and RunFinished: switches are recorded
         self._background: set[asyncio.Task[None]] = set()
@@ -275,7 +276,7 @@ class Run:
         )
         taught = data
         try:  # the operator's accepted teachings: more trigger phrases (users/teaching.py)
-            taught = taught_data(data, Path(cfg.task.root), cfg.level)
+            taught, self._teachings_used = load_taught(data, Path(cfg.task.root), cfg.level)
         except TeachingsError as err:
             self._teachings_error = err  # the run fails at its start, naming file and line
         if cfg.user_model is not None:
@@ -314,6 +315,8 @@ class Run:
         except AgentError as err:
             broken = err  # a failed run like any other: started, then failed with the reason
         await self.emit(self._started(agent.limits if agent is not None else Limits()))
+        if self._teachings_used:
+            await self.emit(Progress(message=in_use_note(self._teachings_used)))
         self._running = True
         outcome = RunOutcome(self.run_id, RunStatus.FAILED, None)
         sandbox: Sandbox | None = None

@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from icae_tui.domain.events import QuestionAnswered, QuestionAsked, RunStarted
+from icae_tui.domain.events import Progress, QuestionAnswered, QuestionAsked, RunStarted
 from icae_tui.domain.states import AnsweredBy, RunStatus
 from icae_tui.domain.task import Level
 from icae_tui.run import Run, RunConfig
@@ -21,6 +21,7 @@ from icae_tui.users.teaching import (
     OfferWatch,
     TaughtLevel,
     TeachOffer,
+    load_taught,
     record_choices,
     taught_data,
     taught_match,
@@ -288,3 +289,21 @@ def test_two_consoles_teaching_at_once_lose_nothing(tmp_path):
     assert {t.taught.phrase for t in teachings} == {
         f"{n} {i}" for n in ("alice", "bob") for i in range(20)
     }
+
+
+async def test_a_run_says_which_teachings_it_answers_with(tmp_path, store):
+    folder = copy_mini(tmp_path)
+    _teach(folder)  # 1: accepted, used
+    _teach(folder, phrase="at L2", level=Level.L2)  # 2: another level
+    _teach(folder, phrase="gone", record="C404")  # 3: no such record
+    _teach(folder, phrase="pending")  # 4: not accepted
+    review(folder, dict.fromkeys([1, 2, 3], TeachingStatus.ACCEPTED))
+    data = load_mini(folder).user_agent[Level.L1].oracle_data
+    taught, used = load_taught(data, folder, Level.L1)
+    assert [t.id for t in used] == [1] and taught == taught_data(data, folder, Level.L1)
+    # an agent that cannot be made: the run starts, says so, and fails with no engine needed
+    run = Run(RunConfig(task=load_mini(folder), agent="scripted:nosuch", pace_s=0), store)
+    outcome = await run.execute()
+    assert outcome.status == RunStatus.FAILED
+    notes = [e.message for e in store.events(run.run_id) if isinstance(e, Progress)]
+    assert "simulated user: 1 accepted teaching in use (teachings.jsonl #1 → C001)" in notes

@@ -29,7 +29,13 @@ from icae_tui.domain.events import Event, QuestionAnswered, QuestionAsked, RunSt
 from icae_tui.domain.states import AnsweredBy
 from icae_tui.domain.task import Level, OracleData
 from icae_tui.users.matching import GENERIC_THRESHOLD, MatchResult, match, score_records
-from icae_tui.users.teachings import Teaching, TeachingStatus, load_teachings, normal_phrase
+from icae_tui.users.teachings import (
+    TEACHINGS_FILE,
+    Teaching,
+    TeachingStatus,
+    load_teachings,
+    normal_phrase,
+)
 
 TAUGHT_BAR = GENERIC_THRESHOLD  # an answer only taught phrases give: a near-exact match
 # How much the matcher's own score for the question counts beside the likeness of the
@@ -73,7 +79,26 @@ def with_taught(data: OracleData, teachings: Iterable[Teaching], level: Level) -
 def taught_data(data: OracleData, task_root: Path, level: Level) -> OracleData:
     """The level's records with the task's accepted teachings; a malformed teachings file
     raises `TeachingsError` (file and line)."""
-    return with_taught(data, load_teachings(task_root), level)
+    return load_taught(data, task_root, level)[0]
+
+
+def load_taught(
+    data: OracleData, task_root: Path, level: Level
+) -> tuple[OracleData, list[Teaching]]:
+    """`taught_data`, and the teachings it used (accepted, at `level`, for a record `data`
+    has): what a run says it answers with, so its answers can be traced to them."""
+    teachings = load_teachings(task_root)
+    records = {r.constraint_id for r in data.hidden_constraints}
+    used = [t for t in teachings if t.status is TeachingStatus.ACCEPTED
+            and t.taught.level == level and t.taught.record_id in records]  # fmt: skip
+    return with_taught(data, used, level), used
+
+
+def in_use_note(used: list[Teaching]) -> str:
+    """The line a run's trace shows about the teachings its simulated user answers with."""
+    which = ", ".join(f"#{t.id} → {t.taught.record_id}" for t in used)
+    many = "teaching" if len(used) == 1 else "teachings"
+    return f"simulated user: {len(used)} accepted {many} in use ({TEACHINGS_FILE} {which})"
 
 
 @dataclass(frozen=True)
