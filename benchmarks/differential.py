@@ -4,7 +4,7 @@
 
 Suites are built from the `mini` fixture task: stdout-only cases (`upper`, `count`) and
 file-writing cases (`note`, with a fixture). Each suite runs three ways, plus the engine's
-fallback path (what a remote engine gets):
+in-box path (`inside`: what a remote engine gets, sandbox/docker/inbox.py):
   engine   — this engine: pooled containers, reused when provably untouched, layer diffs,
              both sides concurrently, cases bounded by the machine-sized semaphore;
   naive    — CLI-Tool-Bench style: one persistent container per side, the work folder restored
@@ -18,8 +18,9 @@ container start-up and every tear-down are not (in the baselines' favour).
 
 `--remote` also starts a second engine on this machine, reached over TCP as a remote one is
 (tests/integration/second_engine.py: its own dockerd, data root and loopback port), and runs
-the engine (which takes its remote path there: a fresh box per case, `/changes`) and the
-naive baseline against it, printing `remote engine vs naive` beside the local ratio.
+the engine (which takes its in-box path there: our walker in each box, boxes reused when it
+proves them untouched), its last-resort `/changes` path, and the naive baseline against it,
+printing `remote engine vs naive` beside the local ratio.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 from icae_tui.catalog import load_catalog  # noqa: E402
 from icae_tui.domain.task import Case, CaseRef, Split, Task  # noqa: E402
 from icae_tui.evaluation.differential import Evaluator, Sides, default_concurrency, invocation  # noqa: E402
+from icae_tui.sandbox.base import CasePath  # noqa: E402
 from icae_tui.sandbox.docker.backend import DockerSandbox  # noqa: E402
 from icae_tui.sandbox.docker.containers import container  # noqa: E402
 from icae_tui.sandbox.docker.images import ensure_task_images  # noqa: E402
@@ -63,10 +65,10 @@ def suite(task: Task, n: int, file_share: float) -> Task:
     return task.model_copy(update={"cases": refs})
 
 
-async def run_engine(sandbox, task: Task, sides: Sides, *, fast: bool) -> tuple[float, int]:
+async def run_engine(sandbox, task: Task, sides: Sides, *, path: CasePath) -> tuple[float, int]:
     started = time.perf_counter()
     passed = 0
-    async with Evaluator(sandbox, task, sides, run_id="bench-engine", fast=fast) as ev:
+    async with Evaluator(sandbox, task, sides, run_id="bench-engine", path=path) as ev:
         async for r in ev.run_cases(task.cases):
             passed += r.passed
         elapsed = time.perf_counter() - started  # pool warm-up counted; tear-down is not
@@ -138,14 +140,16 @@ async def run_remote(url: str, base: Task, n_cases: int) -> dict[str, float]:
             task = suite(base, n_cases, share)
             n = len(task.cases)
             figures = {}
-            for way, coro in (("engine", run_engine(sandbox, task, sides, fast=True)),
+            for way, coro in (("engine", run_engine(sandbox, task, sides, path=CasePath.HOST)),
+                              ("changes", run_engine(sandbox, task, sides, path=CasePath.CHANGES)),
                               ("naive", run_naive(docker, task, sides))):  # fmt: skip
                 elapsed, ok = await coro
                 figures[way] = n / elapsed
                 print(f"  remote {name:<19} {way:<9} {elapsed:6.2f} s  {n / elapsed:6.1f} cases/s"
                       f"  ({ok}/{n} agree)")  # fmt: skip
             ratios[name] = figures["engine"] / figures["naive"]
-            print(f"{name}: remote engine vs naive: {ratios[name]:.1f}x")
+            print(f"{name}: remote engine vs naive: {ratios[name]:.1f}x "
+                  f"(its /changes path: {figures['changes'] / figures['naive']:.1f}x)")  # fmt: skip
     finally:
         await sandbox.close()
     return ratios
@@ -177,8 +181,8 @@ async def main() -> None:
             n = len(task.cases)
             figures = {}
             for way, coro in (
-                ("engine", run_engine(sandbox, task, sides, fast=True)),
-                ("fallback", run_engine(sandbox, task, sides, fast=False)),
+                ("engine", run_engine(sandbox, task, sides, path=CasePath.HOST)),
+                ("inside", run_engine(sandbox, task, sides, path=CasePath.INSIDE)),
                 ("naive", run_naive(docker, task, sides)),
                 ("floor", run_floor(docker, task, sides)),
             ):
@@ -190,7 +194,7 @@ async def main() -> None:
             local[name] = figures["engine"] / figures["naive"]
             print(f"{name}: engine vs naive: {local[name]:.1f}x")
             print(f"{name}: floor vs engine: {figures['floor'] / figures['engine']:.1f}x")
-            print(f"{name}: fallback vs naive: {figures['fallback'] / figures['naive']:.1f}x")
+            print(f"{name}: inside vs naive: {figures['inside'] / figures['naive']:.1f}x")
             print(
                 json.dumps(
                     {"suite": name, "cases_per_s": {k: round(v, 2) for k, v in figures.items()}}

@@ -39,7 +39,7 @@ from icae_tui.evaluation.verdict import (
 from icae_tui.evaluation.verdict import (  # re-exported: run.py imports it from here
     build_error_result as build_error_result,
 )
-from icae_tui.sandbox.base import CaseCall, CasePool, Limits, Role, Sandbox
+from icae_tui.sandbox.base import CaseCall, CasePath, CasePool, Limits, Role, Sandbox
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +133,7 @@ class Evaluator:
         *,
         run_id: str,
         concurrency: int | None = None,
-        fast: bool = True,
+        path: CasePath = CasePath.HOST,
         oracle_runs: int | None = None,
     ) -> None:
         self.sandbox = sandbox
@@ -148,7 +148,7 @@ class Evaluator:
         def pool(image: str, role: Role) -> CasePool:
             return sandbox.case_pool(
                 image, run_id=run_id, role=role, size=self.concurrency, limits=limits,
-                workdir=workdir, fast=fast,
+                workdir=workdir, path=path,
             )  # fmt: skip
 
         self.oracle = None if self.against_expected else pool(sides.oracle_image, Role.ORACLE)

@@ -90,6 +90,15 @@ class Limits:
         return min(self.file_bytes, file_limit(self.disk_bytes))
 
 
+class CasePath(StrEnum):
+    """How a case box is seen after its case, best first. A pool takes the best its engine
+    allows, never a better one than asked (tests and benchmarks ask for each)."""
+
+    HOST = "host"  # a local engine: layers, processes and /dev read from this host
+    INSIDE = "inside"  # our static walker run in the box (any engine: `docker/inbox.py`)
+    CHANGES = "changes"  # the engine's `/changes` and a manifest by the image's python3
+
+
 class Role(StrEnum):
     """What a box is for: its label, and what the reaper and the tests look for."""
 
@@ -317,7 +326,7 @@ class Sandbox(Protocol):
 
     def case_pool(
         self, image: str, *, run_id: str, role: Role, size: int, limits: Limits, workdir: str,
-        fast: bool = True,
+        path: CasePath = CasePath.HOST,
     ) -> CasePool: ...  # fmt: skip
 
     async def remove_image(self, image: str) -> None: ...

@@ -42,6 +42,7 @@ from icae_tui.sandbox.base import (
     Box,
     BoxSpec,
     CaseCall,
+    CasePath,
     CasePool,
     DiskBound,
     DiskGuard,
@@ -441,7 +442,7 @@ class ProcessSandbox:
 
     def case_pool(
         self, image: str, *, run_id: str, role: Role, size: int, limits: Limits, workdir: str,
-        fast: bool = True,
+        path: CasePath = CasePath.HOST,
     ) -> CasePool:  # fmt: skip
         return ProcessCasePool(self, image, run_id=run_id, role=role)
 

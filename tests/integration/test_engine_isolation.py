@@ -10,6 +10,7 @@ import pytest
 
 from icae_tui.domain.task import Case, Task
 from icae_tui.evaluation.differential import Sides
+from icae_tui.sandbox.base import CasePath
 from tests.integration.tool_images import ToolImages, command_task, evaluate
 
 pytestmark = pytest.mark.docker
@@ -62,8 +63,8 @@ def _task(cases: list[Case], *, timeout_s: float = 3) -> Task:
     return command_task("hostile", cases, timeout_s=timeout_s)
 
 
-async def _run(task: Task, sides: Sides, *, fast: bool = True, concurrency: int = 1):
-    return await evaluate(task, sides, run_id="test-engine", concurrency=concurrency, fast=fast)
+async def _run(task: Task, sides: Sides, *, path: CasePath = CasePath.HOST, concurrency: int = 1):
+    return await evaluate(task, sides, run_id="test-engine", concurrency=concurrency, path=path)
 
 
 async def test_each_bomb_has_its_own_verdict_and_the_next_case_runs(images):
@@ -86,12 +87,12 @@ async def test_each_bomb_has_its_own_verdict_and_the_next_case_runs(images):
     assert flood.overflowed and flood.stdout_bytes > 64 << 20 and len(flood.stdout) <= 64 * 1024
 
 
-@pytest.mark.parametrize("fast", [True, False], ids=["fast", "fallback"])
-async def test_side_effects_anywhere_and_no_false_diff(images, fast):
+@pytest.mark.parametrize("path", list(CasePath), ids=[p.value for p in CasePath])
+async def test_side_effects_anywhere_and_no_false_diff(images, path):
     task = _task(
         [Case(command="tool etc", pattern="etc"), Case(command="tool churn", pattern="churn")]
     )
-    results = await _run(task, images, fast=fast)
+    results = await _run(task, images, path=path)
     etc = results["hidden/h#0"]
     assert etc.verdict == "side_effects"
     paths = {c.path: c.change for c in etc.delivery.changes}
@@ -102,8 +103,8 @@ async def test_side_effects_anywhere_and_no_false_diff(images, fast):
     assert churn.delivery.changes == []
 
 
-@pytest.mark.parametrize("fast", [True, False], ids=["fast", "fallback"])
-async def test_no_state_leaks_between_cases(images, fast):
+@pytest.mark.parametrize("path", list(CasePath), ids=[p.value for p in CasePath])
+async def test_no_state_leaks_between_cases(images, path):
     cases = [
         Case(command="echo ok", pattern="warm"),
         Case(command=PLANT, files={"fixture.txt": "left behind?"}, pattern="plant"),
@@ -112,7 +113,7 @@ async def test_no_state_leaks_between_cases(images, fast):
         Case(command=SYSV_PLANT, pattern="sysv"),
         Case(command=PROBE, pattern="probe"),
     ]
-    results = await _run(_task(cases, timeout_s=10), images, fast=fast)
+    results = await _run(_task(cases, timeout_s=10), images, path=path)
     assert results["hidden/h#4"].delivery.stdout == "True\n"
     for case_id in ("hidden/h#2", "hidden/h#3", "hidden/h#5"):
         r = results[case_id]
@@ -120,7 +121,7 @@ async def test_no_state_leaks_between_cases(images, fast):
         assert r.delivery.stdout == "seen: nothing\n", (case_id, r.delivery.stdout)
     planted = results["hidden/h#1"]
     assert planted.oracle.stdout == "planted\n"
-    if fast:
+    if path is not CasePath.CHANGES:
         # the untouched containers were reused, the planted ones were not
         assert results["hidden/h#1"].delivery.state == "reused"  # after the warm-up case
         assert results["hidden/h#2"].delivery.state == "fresh"

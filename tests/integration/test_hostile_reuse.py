@@ -17,6 +17,7 @@ import pytest
 from icae_tui.domain.results import CaseResult
 from icae_tui.domain.task import Case, Task
 from icae_tui.evaluation.differential import Sides
+from icae_tui.sandbox.base import CasePath
 from icae_tui.sandbox.docker.engine import connect
 from icae_tui.sandbox.docker.hostview import process_state
 from icae_tui.sandbox.docker.sides import SidePool, kill_extras, left_running, proc_identity
@@ -146,10 +147,17 @@ def _task(cases: list[Case], *, timeout_s: float = 20) -> Task:
     return command_task("reuse", cases, timeout_s=timeout_s)
 
 
-async def _run(task: Task, sides: Sides) -> list[CaseResult]:
+async def _run(task: Task, sides: Sides, path: CasePath = CasePath.HOST) -> list[CaseResult]:
     # One case at a time: a container judged clean serves the next case.
-    results = await evaluate(task, sides, run_id="test-reuse", concurrency=1)
+    results = await evaluate(task, sides, run_id="test-reuse", concurrency=1, path=path)
     return [results[ref.id] for ref in task.cases]
+
+
+@pytest.fixture(params=[CasePath.HOST, CasePath.INSIDE], ids=["host", "inside"])
+def path(request) -> CasePath:
+    """Both ways a box is proven untouched: from this host (a local engine), and by our
+    walker inside it (any engine: what a remote one gets)."""
+    return request.param
 
 
 # vector → the paths its planting case must report as side effects
@@ -164,7 +172,7 @@ VECTORS = {
 
 
 @pytest.mark.parametrize("vector", list(VECTORS))
-async def test_a_planted_mark_never_reaches_the_next_case(images, vector):
+async def test_a_planted_mark_never_reaches_the_next_case(images, vector, path):
     warm, plant, probe = await _run(
         _task(
             [
@@ -174,6 +182,7 @@ async def test_a_planted_mark_never_reaches_the_next_case(images, vector):
             ]
         ),
         images,
+        path,
     )
     assert plant.delivery.stdout == "ok\n", plant.delivery
     assert plant.delivery.state == "reused"  # served by the warm-up case's container
@@ -189,7 +198,7 @@ async def test_a_planted_mark_never_reaches_the_next_case(images, vector):
         assert plant.verdict == "accepted", plant.reason
 
 
-async def test_the_same_writes_on_both_sides_are_the_same_side_effects(images):
+async def test_the_same_writes_on_both_sides_are_the_same_side_effects(images, path):
     # The container's own name is in /etc/hostname and differs between the two sides.
     command = (
         "echo mark >> /etc/hostname; echo '10.9.9.9 mark' >> /etc/hosts; chmod 600 /dev/null; "
@@ -197,21 +206,21 @@ async def test_the_same_writes_on_both_sides_are_the_same_side_effects(images):
     )
     # What `prep` did is the starting point, not the case's doing.
     prep = "echo p > /dev/shm/prep; echo prep >> /etc/hostname"
-    (result,) = await _run(_task([Case(command=command, prep=prep, pattern="same")]), images)
+    (result,) = await _run(_task([Case(command=command, prep=prep, pattern="same")]), images, path)
     assert result.verdict == "accepted", result.reason
     changes = {(c.path, c.change, c.sha256) for c in result.delivery.changes}
     assert changes == {(c.path, c.change, c.sha256) for c in result.oracle.changes}
     assert {p for p, _, _ in changes} == {"/etc/hostname", "/etc/hosts", "/dev/null", "/dev/shm/m"}
 
 
-async def test_a_case_cannot_attach_to_the_init_or_the_keepalive(images):
-    (result,) = await _run(_task([Case(command=PTRACE_PROBE, pattern="ptrace")]), images)
+async def test_a_case_cannot_attach_to_the_init_or_the_keepalive(images, path):
+    (result,) = await _run(_task([Case(command=PTRACE_PROBE, pattern="ptrace")]), images, path)
     expected = "init denied refused\nkeepalive denied refused\n"
     assert result.oracle.stdout == expected, result.oracle
     assert result.delivery.stdout == expected, result.delivery
 
 
-async def test_processes_left_running_are_counted(images):
+async def test_processes_left_running_are_counted(images, path):
     background, after = await _run(
         _task(
             [
@@ -220,18 +229,19 @@ async def test_processes_left_running_are_counted(images):
             ]
         ),
         images,
+        path,
     )
     assert (background.oracle.left_running, background.delivery.left_running) == (0, 1)
     assert after.delivery.state == "fresh"  # the box with the process was discarded
     assert after.verdict == "accepted", after.reason
 
 
-async def test_a_fork_bomb_the_engine_cannot_freeze_is_killed_and_the_run_goes_on(images):
+async def test_a_fork_bomb_the_engine_cannot_freeze_is_killed_and_the_run_goes_on(images, path):
     # Whether the engine manages to freeze such a bomb (`unable to freeze` otherwise) is up
     # to the kernel and the load: two bombs make it all but certain that one cannot be.
     cases = [Case(command="tool bomb", pattern="bomb") for _ in range(2)]
     *bombs, after = await _run(
-        _task([*cases, Case(command="tool ok", pattern="ok")], timeout_s=120), images
+        _task([*cases, Case(command="tool ok", pattern="ok")], timeout_s=120), images, path
     )
     for bomb in bombs:
         assert bomb.delivery.exit_code == 0 and bomb.delivery.stdout == "ok\n", bomb.delivery

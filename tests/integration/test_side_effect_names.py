@@ -15,6 +15,7 @@ import pytest
 from icae_tui.domain.results import CaseResult
 from icae_tui.domain.task import Case
 from icae_tui.evaluation.differential import Sides
+from icae_tui.sandbox.base import CasePath
 from tests.integration.tool_images import ToolImages, command_task, evaluate
 
 pytestmark = pytest.mark.docker
@@ -43,21 +44,22 @@ echo ok
 IMAGES = ToolImages("names", ORACLE_TOOL, DELIVERY_TOOL)
 
 
-async def _run(sides: Sides, *, fast: bool) -> dict[str, CaseResult]:
+async def _run(sides: Sides, *, path: CasePath) -> dict[str, CaseResult]:
     task = command_task(
         "names",
         [Case(command="tool names", pattern="names"), Case(command="tool deep", pattern="deep")],
         timeout_s=20,
     )
-    results = await evaluate(task, sides, run_id="test-names", concurrency=1, fast=fast)
+    results = await evaluate(task, sides, run_id="test-names", concurrency=1, path=path)
     return {r.pattern: r for r in results.values()}
 
 
-@pytest.fixture(scope="module", params=[True, False], ids=["host view", "engine changes"])
+@pytest.fixture(scope="module", params=list(CasePath), ids=[p.value for p in CasePath])
 def results(images, request) -> dict[str, CaseResult]:
-    """Both ways side effects are read: from the host (a local engine), and from the
-    engine's `/changes` plus a manifest made in the box (how a remote engine is read)."""
-    return asyncio.run(_run(images, fast=request.param))
+    """Every way side effects are read: from the host (a local engine), by our walker in
+    the box (how a remote engine is read), and from the engine's `/changes` plus a manifest
+    made in the box (the last resort)."""
+    return asyncio.run(_run(images, path=request.param))
 
 
 def test_a_raw_byte_and_its_escape_written_out_are_different_side_effects(results):

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from icae_tui.domain.results import CaseResult
 from icae_tui.domain.task import Case, CaseRef, Split, Task, TaskSpec
 from icae_tui.evaluation.differential import Evaluator, Sides
+from icae_tui.sandbox.base import CasePath
 from icae_tui.sandbox.docker.backend import DockerSandbox
 from icae_tui.sandbox.docker.containers import create_container
 from icae_tui.sandbox.docker.engine import connect
@@ -83,14 +84,19 @@ async def build_tool_images(
 
 
 async def evaluate(
-    task: Task, sides: Sides, *, run_id: str, concurrency: int = 1, fast: bool = True
+    task: Task,
+    sides: Sides,
+    *,
+    run_id: str,
+    concurrency: int = 1,
+    path: CasePath = CasePath.HOST,
 ) -> dict[str, CaseResult]:
     """Every case of `task` judged against `sides` on the real engine: the results by case id,
     in the order they finished."""
     sandbox = await DockerSandbox.open()
     try:
         async with Evaluator(
-            sandbox, task, sides, run_id=run_id, concurrency=concurrency, fast=fast
+            sandbox, task, sides, run_id=run_id, concurrency=concurrency, path=path
         ) as ev:
             return {r.case_id: r async for r in ev.run_cases(task.cases)}
     finally:

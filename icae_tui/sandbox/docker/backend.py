@@ -23,6 +23,7 @@ from icae_tui.errors import BoxError, ConfigError, EngineUnavailable
 from icae_tui.sandbox.base import (
     Box,
     BoxSpec,
+    CasePath,
     CasePool,
     Channel,
     DiskBound,
@@ -419,11 +420,11 @@ class DockerSandbox:
 
     def case_pool(
         self, image: str, *, run_id: str, role: Role, size: int, limits: Limits, workdir: str,
-        fast: bool = True,
+        path: CasePath = CasePath.HOST,
     ) -> CasePool:  # fmt: skip
         return SidePool(
             self.docker, image, run_id=run_id, role=role, size=size, limits=limits,
-            fast=fast, workdir=workdir,
+            fast=path is CasePath.HOST, in_box=path is not CasePath.CHANGES, workdir=workdir,
         )  # fmt: skip
 
     async def remove_image(self, image: str) -> None:

@@ -3,7 +3,8 @@ a snapshot, the case under its timeout and output cap, then what it left — pro
 limits it hit, its box's death, a full disk — and its side effects.
 
 With a host view (a local engine) everything after the case is read from the host, off the
-event loop; without one (a remote engine) side effects come from the engine's `/changes`
+event loop; without one (a remote engine) our own walker reports from inside the box
+(`inbox.py`), and where it cannot serve, side effects come from the engine's `/changes`
 plus a manifest made in the box. What the engine could not run or inspect comes back as a
 `BoxError`; anything else raised here is a bug of ours and is left to fail the run.
 """
@@ -23,6 +24,14 @@ from icae_tui.sandbox.base import DISPLAY_CAP, CaseCall, ExecResult
 from icae_tui.sandbox.docker.containers import Container
 from icae_tui.sandbox.docker.disk import LayerWatch, full_bytes
 from icae_tui.sandbox.docker.hostview import ENGINE_NOISE, HostView, State
+from icae_tui.sandbox.docker.inbox import (
+    Inside,
+    Look,
+    fixtures_failed,
+    fixtures_prefix,
+    fold_deletions,
+    unpack,
+)
 from icae_tui.sandbox.docker.sides import (
     Box,
     SidePool,
@@ -74,6 +83,8 @@ async def run_case(pool: SidePool, call: CaseCall) -> SideOutcome:
 async def _run(pool: SidePool, call: CaseCall) -> SideOutcome:
     workdir = call.workdir
     box: Box = await pool.take()
+    if box.inside is not None:
+        return await _run_inside(pool, box, box.inside, call)
     c, view = box.container, box.view
     state: BoxState = "fallback" if view is None else ("reused" if box.cases_served else "fresh")
     res: ExecResult | None = None
@@ -126,6 +137,69 @@ async def _run(pool: SidePool, call: CaseCall) -> SideOutcome:
         await pool.release(
             box, after=seen.after, result=res if res is not None else ExecResult(None, b"", b"")
         )
+    return _outcome(res, seen, state)
+
+
+async def _run_inside(pool: SidePool, box: Box, inside: Inside, call: CaseCall) -> SideOutcome:
+    """The case on a box our walker sees from inside: fixtures unpacked and the baseline
+    walk taken in one exec, the case, then one look that stops what it left, walks, and
+    empties the work directory (the box is reused if that look proves it untouched)."""
+    c, workdir = box.container, call.workdir
+    state: BoxState = "reused" if box.cases_served else "fresh"
+    res: ExecResult | None = None
+    seen = _Aftermath()
+    after: Look | None = None
+    try:
+        before, prefix = inside.base, None
+        if call.prep:
+            if call.files:
+                await unpack(c, call.files, workdir)
+            await c.exec(call.prep, workdir=workdir, timeout_s=30)
+            before = await inside.again(c)
+        elif call.files:
+            prefix = fixtures_prefix(call.files, workdir)  # unpacked in the case's own exec
+            if prefix is None:
+                await unpack(c, call.files, workdir)
+            before = inside.predict(call.files, workdir)
+        res = await c.exec(
+            call.command, stdin=call.stdin, workdir=workdir, timeout_s=call.timeout_s,
+            cap_bytes=call.compare_cap, kill_after_bytes=call.output_limit, prefix=prefix,
+        )  # fmt: skip
+        if prefix is not None and fixtures_failed(res):
+            box.lingering = True  # never reused
+            raise BoxError(f"the fixtures could not be unpacked in {c.id[:12]}")
+        try:
+            if await _box_died(box, res):
+                seen = await _died(box)
+            else:
+                after = await inside.again(c, kill=True, reset=workdir)
+                seen = _seen_inside(call, box, inside.base, before, after)
+        except ENGINE_TROUBLE:
+            if not await c.died():
+                raise
+            after, seen = None, await _died(box)  # it died while we looked
+    finally:
+        await pool.release(
+            box, after=None, result=res if res is not None else ExecResult(None, b"", b""),
+            look=after,
+        )  # fmt: skip
+    return _outcome(res, seen, state)
+
+
+def _seen_inside(call: CaseCall, box: Box, base: Look, before: Look, after: Look) -> _Aftermath:
+    if after.alive:
+        box.lingering = True  # never reused
+    touched = before.touched | after.touched  # every other path is as in the baseline
+    diff = fold_deletions(fallback_diff(before.entries(touched), after.entries(touched)))
+    return _Aftermath(
+        oom=after.oom > base.oom >= 0,
+        pids_capped=after.pids_max > base.pids_max >= 0,
+        left=after.alive,
+        changes=_changes(call, diff),
+    )
+
+
+def _outcome(res: ExecResult, seen: _Aftermath, state: BoxState) -> SideOutcome:
     truncated_out = res.stdout_bytes > len(res.stdout)
     truncated_err = res.stderr_bytes > len(res.stderr)
     side = SideRun(

@@ -134,16 +134,25 @@ class Container:
         cap_bytes: int = 4 * 1024 * 1024,
         kill_after_bytes: int | None = None,
         user: str = "",
+        in_box_timeout: bool = True,
+        wait_exit: bool = True,
+        prefix: list[str] | None = None,
     ) -> ExecResult:
         """Run a command; stdout and stderr kept apart and byte-exact (up to `cap_bytes`).
 
         The timeout is enforced inside the container by coreutils `timeout` (killing the
-        client would leave the process running) with a host watchdog a little later.
+        client would leave the process running) with a host watchdog a little later;
+        `in_box_timeout=False` (our own static tools, never a program of the image): the
+        watchdog only. `wait_exit=False`: the exit code is not asked of the engine (one
+        round trip less; for a tool whose output says whether it completed), and is None.
+        `prefix`: argv of our own that runs first and then `exec`s the command (a step of
+        ours in the same round trip: `inbox.fixtures_prefix`).
         Past `kill_after_bytes` of output we stop reading and report `overflowed`: the
         caller must then discard the container, which kills what still runs in it.
         """
         argv = ["bash", "-c", command] if isinstance(command, str) else list(command)
-        wrapped = ["timeout", "-k", "2", f"{timeout_s:g}", *argv]
+        wrapped = ["timeout", "-k", "2", f"{timeout_s:g}", *argv] if in_box_timeout else argv
+        wrapped = [*(prefix or []), *wrapped]
         merged_env = {**DEFAULT_ENV, **(env or {})}
         ex = await self.raw.exec(
             wrapped,
@@ -180,7 +189,7 @@ class Container:
             watchdog_fired = True
         duration = time.monotonic() - started
         exit_code: int | None = None
-        if not watchdog_fired and not overflowed:
+        if not watchdog_fired and not overflowed and wait_exit:
             exit_code = await _exit_code(ex)
         return exec_result(
             out, err, exit_code, duration, timeout_s=timeout_s, watchdog_fired=watchdog_fired,
@@ -277,6 +286,7 @@ async def create_container(
     tmpfs: dict[str, str] | None = None,
     hardened: bool = True,
     keepalive: Path | None = None,
+    keepalive_volume: str | None = None,
     network: str = "none",
 ) -> Container:
     """A started container. `hardened` (all but image builds) drops every capability.
@@ -284,6 +294,8 @@ async def create_container(
     `network` stays "none" for everything but installing agents into images ("bridge").
     `keepalive` (a local engine only): the host folder of `sandbox.keepalive`; its static
     init and busybox `sleep` then run instead of the engine's init and the image's `sleep`.
+    `keepalive_volume` (any engine): the same binaries from a volume of that engine
+    (`sandbox.docker.inbox`), mounted read-only in the same place.
     """
     host_config: dict[str, object] = {
         "NetworkMode": network,
@@ -316,11 +328,14 @@ async def create_container(
         "Hostname": HOSTNAME,  # not the container id: both sides of a case see the same name
         "HostConfig": host_config,
     }
+    mount: dict[str, object] | None = None
     if keepalive is not None:
+        mount = {"Type": "bind", "Source": str(keepalive)}
+    elif keepalive_volume is not None:
+        mount = {"Type": "volume", "Source": keepalive_volume}
+    if mount is not None:
         host_config["Init"] = False  # our own init: the engine's docker-init is ptrace-able
-        host_config["Mounts"] = [
-            {"Type": "bind", "Source": str(keepalive), "Target": KEEPALIVE_DIR, "ReadOnly": True}
-        ]
+        host_config["Mounts"] = [{**mount, "Target": KEEPALIVE_DIR, "ReadOnly": True}]
         config["Entrypoint"] = [KEEPALIVE_INIT, "--", KEEPALIVE_BUSYBOX]
 
     guard = await disk_guard(docker) if limits.disk_bytes else DiskGuard.NONE

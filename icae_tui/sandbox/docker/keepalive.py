@@ -95,15 +95,28 @@ def _valid(folder: Path, digests: dict[str, str]) -> bool:
     return True
 
 
+def static_binaries() -> dict[str, bytes] | None:
+    """The host's static init and busybox, or None when one is missing."""
+    sources = {name: _find(name) for name in _SOURCES}
+    if None in sources.values():
+        return None
+    return {name: Path(src).read_bytes() for name, src in sources.items() if src}
+
+
 @functools.cache
 def host_keepalive() -> Path | None:
     """The host directory to bind at KEEPALIVE_DIR, or None when the static binaries are
     missing (`scripts/engine.sh` installs them): then no case box is ever reused."""
-    sources = {name: _find(name) for name in _SOURCES}
-    if None in sources.values():
+    blobs = static_binaries()
+    if blobs is None:
         log.warning("no static tini/busybox on this host: case containers are never reused")
         return None
-    blobs = {name: Path(src).read_bytes() for name, src in sources.items() if src}
+    return install_folder(blobs)
+
+
+def install_folder(blobs: dict[str, bytes]) -> Path | None:
+    """A folder of our home holding exactly `blobs`, each mode 0111, named by their digests
+    (made once, atomically; checked every time it is handed out)."""
     digests = {name: hashlib.sha256(b).hexdigest() for name, b in blobs.items()}
     tag = hashlib.sha256("".join(sorted(digests.values())).encode()).hexdigest()[:16]
     home = _home()
@@ -123,6 +136,6 @@ def host_keepalive() -> Path | None:
             os.chmod(tmp, 0o755)
             shutil.rmtree(tmp, ignore_errors=True)
     except OSError as err:
-        log.warning("cannot prepare the keepalive in %s: %s", home, err)
+        log.warning("cannot prepare %s in %s: %s", sorted(blobs), home, err)
         return None
     return final if _valid(final, digests) else None

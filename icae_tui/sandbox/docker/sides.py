@@ -15,8 +15,13 @@ and read from the host through `/proc/<pid>/root` (looked up as the container wo
 through a link to the host), and emptied between cases: a case that only touched its work
 directory leaves a container that can still be proven fresh.
 
-Remote engines have no host view: each case takes a new container and side effects come
-from the engine's `/changes` plus an in-container manifest — slower, equally correct.
+Remote engines have no host view. There our own static tool looks from inside the box
+(`sandbox.docker.inbox`): it stops what the case left, walks the root and reports the
+box's processes and counters; the work directory is a tmpfs it empties, and a box it
+proves untouched serves the next case, as with a local engine. Where that tool cannot
+serve (no static build here, an engine of another architecture) each case takes a new
+container and side effects come from the engine's `/changes` plus a manifest made by the
+image's `python3` — slower, and the last resort.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ from icae_tui.sandbox.docker.hostview import (
     state_of,
     walk_states,
 )
+from icae_tui.sandbox.docker.inbox import Inside, Look, baseline, tools_volume, why_dirty
 from icae_tui.sandbox.docker.keepalive import KEEPALIVE_DIR, host_keepalive
 from icae_tui.sandbox.docker.sidefx import layer_diff
 from icae_tui.sandbox.effects import Change, Entry
@@ -288,6 +294,7 @@ class Box:
     root_identity: tuple[int, int] | None = None  # the container's root, as seen at start
     work_path: str | None = None  # fast path: the tmpfs work directory, in the container
     work_identity: WorkIdentity | None = None  # its device, inode, mode, owner, xattrs
+    inside: Inside | None = None  # in-box path: the baseline our walker took
     cases_served: int = 0
 
 
@@ -508,6 +515,12 @@ async def engine_is_local(docker: aiodocker.Docker) -> bool:
     return await local_data_root(docker) is not None
 
 
+# The first baseline each image had on each engine (its files all hashed, ~1 s for a few
+# hundred MB): a later box of that image whose walk adds up to the same tree takes it.
+_twins: dict[tuple[str, str], Inside] = {}
+_twin_locks: dict[tuple[tuple[str, str], int], asyncio.Lock] = {}  # per event loop
+
+
 @dataclass
 class SideStats:
     created: int = 0
@@ -527,9 +540,13 @@ class SidePool:
         size: int = 2,
         limits: Limits = CASE_LIMITS,
         fast: bool = True,
+        in_box: bool = True,
         workdir: str = "/",
     ) -> None:
         self.docker = docker
+        self.in_box = in_box  # without the host path: our walker in the box, where it serves
+        self.tools: str | None = None  # the engine's volume of our tools, once found
+        self._twin_key: tuple[str, str] | None = None  # engine and image id
         self.image = image
         self.run_id = run_id
         self.role = role
@@ -549,7 +566,11 @@ class SidePool:
 
     async def start(self) -> None:
         if self.fast and not await engine_is_local(self.docker):
-            self.fast = False  # a remote engine: the fallback path, honestly slower
+            self.fast = False  # a remote engine: no host view
+        if not self.fast and self.in_box:
+            self.tools = await tools_volume(self.docker, self.image, run_id=self.run_id)
+            image_id = (await self.docker.images.inspect(self.image)).get("Id", "")
+            self._twin_key = (str(self.docker.docker_host), image_id) if image_id else None
         self._refill()
 
     async def close(self) -> None:
@@ -600,14 +621,17 @@ class SidePool:
         self._ready.put_nowait(box)
 
     async def _new_box(self) -> Box:
-        tmpfs = {self.workdir: WORKDIR_TMPFS} if self.fast else None
+        inside = self.tools is not None
+        tmpfs = {self.workdir: WORKDIR_TMPFS} if self.fast or inside else None
         keepalive = await asyncio.to_thread(host_keepalive) if self.fast else None
         c = await create_container(
             self.docker, self.image, run_id=self.run_id, role=self.role, limits=self.limits,
-            workdir=self.workdir, tmpfs=tmpfs, keepalive=keepalive,
+            workdir=self.workdir, tmpfs=tmpfs, keepalive=keepalive, keepalive_volume=self.tools,
         )  # fmt: skip
         self.stats.created += 1
         try:
+            if inside:
+                return Box(container=c, view=None, inside=await self._baseline_inside(c))
             info = await c.raw.show()
             view = HostView.probe(info) if self.fast else None
             box = Box(container=c, view=view, init_pid=int(info["State"].get("Pid") or 0))
@@ -624,6 +648,20 @@ class SidePool:
         except BaseException:
             await c.remove()
             raise
+
+    async def _baseline_inside(self, c: Container) -> Inside:
+        """The box's baseline, from its image's twin once there is one; the first box of an
+        image makes it while the others wait (each would hash the whole image)."""
+        key = self._twin_key
+        if key is None:
+            return await baseline(c)
+        if key not in _twins:
+            lock = _twin_locks.setdefault((key, id(asyncio.get_running_loop())), asyncio.Lock())
+            async with lock:
+                if key not in _twins:
+                    _twins[key] = await baseline(c)
+                    return _twins[key]
+        return await baseline(c, _twins[key])
 
     def _baseline(self, box: Box, procs: set[int]) -> None:
         """What `_why_dirty` compares against, taken once the keepalive runs (in a thread:
@@ -666,12 +704,18 @@ class SidePool:
         return item
 
     async def release(
-        self, box: Box, *, after: dict[str, Entry] | None, result: ExecResult
+        self,
+        box: Box,
+        *,
+        after: dict[str, Entry] | None,
+        result: ExecResult,
+        look: Look | None = None,
     ) -> bool:
-        """Keep the box for the next case only if it is provably as it started."""
+        """Keep the box for the next case only if it is provably as it started (`look`:
+        the in-box path's look after the case)."""
         box.cases_served += 1
         try:
-            clean = await self._untouched(box, after, result)
+            clean = await self._untouched(box, after, result, look)
         except BaseException:  # cancelled (or failed) while checking: the box must not be lost
             self.stats.discarded += 1
             self._spawn(box.container.remove())
@@ -685,13 +729,27 @@ class SidePool:
         return clean
 
     async def _untouched(
-        self, box: Box, after: dict[str, Entry] | None, result: ExecResult
+        self, box: Box, after: dict[str, Entry] | None, result: ExecResult, look: Look | None
     ) -> bool:
-        reason = await self._why_dirty(box, after, result)
+        if box.inside is not None:
+            reason = self._why_dirty_inside(box, box.inside, result, look)
+        else:
+            reason = await self._why_dirty(box, after, result)
         if reason:
             log.debug("%s box %s not reused: %s", self.role, box.container.id[:12], reason)
             self.stats.dirty_reasons[reason] = self.stats.dirty_reasons.get(reason, 0) + 1
         return reason == ""
+
+    def _why_dirty_inside(
+        self, box: Box, inside: Inside, result: ExecResult, look: Look | None
+    ) -> str:
+        if look is None:
+            return "no look after the case"
+        if result.overflowed or result.timed_out or result.exit_code is None:
+            return "the case did not end normally"
+        if box.lingering:
+            return "a process was left behind"
+        return why_dirty(inside, look, self.workdir)
 
     async def _why_dirty(self, box: Box, after: dict[str, Entry] | None, result: ExecResult) -> str:
         """Empty when the box is provably as it started; else the first thing that differs."""
