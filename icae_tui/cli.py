@@ -465,12 +465,12 @@ def _print_rows(head: str, rows: list[Row]) -> None:
 
 def _model_rows(config: AgentConfig) -> list[Row]:
     """The `[models.<name>]` entries, as the agents' rows are."""
-    from icae_tui.agents.config import what_to_set
+    from icae_tui.agents.config import endpoint_text, what_to_set
 
     rows: list[Row] = []
     for entry in config.models.values():
         s = entry.settings
-        under = [f"{s.model} @ {s.base_url or '(no endpoint)'} · timeout {s.timeout_s:g} s",
+        under = [f"{s.model} @ {endpoint_text(s, os.environ)} · timeout {s.timeout_s:g} s",
                  f"from {entry.where}"]  # fmt: skip
         if fix := what_to_set(entry, os.environ):
             under.append(f"to use it: {fix}")
@@ -489,7 +489,7 @@ def cmd_agents(args: argparse.Namespace) -> int:
     stderr. A listing exits 0 whatever the states; with
     `--check [AGENT]` it exits 1 unless AGENT (with none named: a configured agent) is
     ready, 2 when AGENT names no agent."""
-    from icae_tui.agents.config import CommandAgentConfig, what_to_set
+    from icae_tui.agents.config import CommandAgentConfig, endpoint_text, what_to_set
     from icae_tui.agents.registry import agent_kinds, configured_agents, scripted_agents
     from icae_tui.display.wording import limits_line
 
@@ -504,7 +504,7 @@ def cmd_agents(args: argparse.Namespace) -> int:
         rows.append((spec, "ready", [f"{played} · {_in_tasks(task_ids, len(catalog.tasks))}"]))
     for entry in config.agents.values():
         s = entry.settings
-        detail = f"{s.model} @ {s.base_url or '(no endpoint)'}"
+        detail = f"{s.model} @ {endpoint_text(s, os.environ)}"
         if isinstance(s, CommandAgentConfig):
             detail += f" · {s.parser} trace · installs on first run"
         under = [f"{detail} · limits {limits_line(s.limits)}", f"from {entry.where}"]

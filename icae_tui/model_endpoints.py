@@ -51,7 +51,8 @@ def endpoint_config(
     if fix := what_to_set(entry, environ):
         return f"{flag}: {entry.table} {entry.state(environ)}: {fix}"
     s = entry.settings
-    assert s.base_url is not None  # a ready entry has its endpoint
+    assert s.base_url is not None or s.local_model is not None  # a ready entry's endpoint
     return ModelConfig(
-        model=s.model, base_url=s.base_url, api_key_env=s.api_key_env, timeout_s=s.timeout_s
-    )
+        model=s.model, base_url=s.base_url or "", api_key_env=s.api_key_env,
+        timeout_s=s.timeout_s, local_model=s.local_model,
+    )  # fmt: skip

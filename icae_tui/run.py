@@ -15,7 +15,7 @@ import dataclasses
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -552,9 +552,38 @@ class Run:
             upstream = ReplayUpstream(
                 self._recorded_calls(self.config.model_replay, ModelRole.AGENT)
             )
-        elif not need.base_url:
+        elif not need.base_url and not need.local_model:
             raise AgentError(f"agent {agent.name}: needs an endpoint (base_url in agents.toml)")
-        return gateway_serving(config, upstream=upstream, record=self._recorder(ModelRole.AGENT))
+        return self._serving(config, upstream, ModelRole.AGENT, need.local_model)
+
+    @contextlib.asynccontextmanager
+    async def _serving(
+        self,
+        config: GatewayConfig,
+        upstream: ReplayUpstream | None,
+        role: ModelRole,
+        local_model: str | None,
+    ) -> AsyncIterator[ModelGateway]:
+        """A gateway to `config`'s upstream; with `local_model` (and no replay), to that
+        model's server on loopback: found running, or started for the run and stopped when
+        it ends (the console keeps it for its next run)."""
+        record = self._recorder(role)
+        if local_model is None or upstream is not None:
+            async with gateway_serving(config, upstream=upstream, record=record) as gateway:
+                yield gateway
+            return
+        from icae_tui.local_models.server import SERVERS
+
+        await self.emit(Progress(message=f"{role}: local model {local_model}: starting or "
+                                 "finding its server"))  # fmt: skip
+        async with SERVERS.lease(local_model, owner=f"run {self.run_id}") as served:
+            await self.emit(Progress(message=f"{role}: local model {local_model} serving at "
+                                     f"{served.base_url} (pid {served.pid})"))  # fmt: skip
+            config = config.model_copy(
+                update={"base_url": served.base_url, "api_key_env": served.export_key()}
+            )
+            async with gateway_serving(config, upstream=None, record=record) as gateway:
+                yield gateway
 
     def _recorded_calls(self, run_id: str, role: ModelRole) -> list[ModelCall]:
         """The calls `role` made in run `run_id` (each role has its own gateway)."""
@@ -598,7 +627,7 @@ class Run:
         if self.config.model_replay:
             calls = self._recorded_calls(self.config.model_replay, role)
             upstream = ReplayUpstream([c for c in calls if replayed(c)])
-        return gateway_serving(config, upstream=upstream, record=self._recorder(role))
+        return self._serving(config, upstream, role, model.local_model)
 
     async def _diagnose(
         self, sandbox: Sandbox, delivery_image: str, final: Score, *, missing: str

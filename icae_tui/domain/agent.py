@@ -61,6 +61,7 @@ class ModelNeed:
     base_url: str | None = None  # None: not configured (the agent is not ready)
     api_key_env: str | None = None
     wire_api: WireApi = WireApi.CHAT  # what the upstream speaks
+    local_model: str | None = None  # `icae models`' model: the upstream `local`, not base_url
     price_in_per_mtok: float | None = None
     price_out_per_mtok: float | None = None
 

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from icae_tui.errors import ConfigError
 from icae_tui.local_models.binary import find_server
 from icae_tui.local_models.catalog import MODELS, LocalModel, known
 from icae_tui.local_models.install import is_installed
@@ -33,7 +34,7 @@ LOG_TAIL = 6
 KEY_ENV_PREFIX = "ICAE_LOCAL_MODEL_KEY_"  # the variable the run's gateway reads the key from
 
 
-class LocalModelError(Exception):
+class LocalModelError(ConfigError):
     """A local model cannot be served; the message says what to do."""
 
 
@@ -285,3 +286,11 @@ class LocalServers:
 
 
 SERVERS = LocalServers()  # this process's
+
+
+@contextlib.asynccontextmanager
+async def local_endpoint(name: str, *, owner: str = "a benchmark") -> AsyncIterator[Running]:
+    """The model served for the block (found, or started and then stopped): `.base_url`,
+    `.api_key`. For callers outside a run (benchmarks, tests)."""
+    async with SERVERS.lease(name, owner=owner) as served:
+        yield served

@@ -99,6 +99,7 @@ class ModelConfig:
     candidates: int = 5
     timeout_s: float = 60.0
     api_key_env: str | None = None  # in a run: the host variable the gateway reads it from
+    local_model: str | None = None  # `icae models`' model instead of base_url (in a run)
 
 
 class ChatClient(Protocol):

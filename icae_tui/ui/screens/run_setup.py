@@ -26,7 +26,7 @@ from textual.containers import Grid, Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Select, Static
 
-from icae_tui.agents.config import AgentConfig, AgentEntry, what_to_set
+from icae_tui.agents.config import AgentConfig, AgentEntry, endpoint_text, what_to_set
 from icae_tui.agents.registry import KINDS, available_agents, configured_agents
 from icae_tui.display.wording import limits_line
 from icae_tui.domain.states import ResponderMode
@@ -124,9 +124,9 @@ def configured_choice(entry: AgentEntry, environ: Mapping[str, str]) -> AgentCho
     spec = f"{entry.kind}:{entry.name}"
     state = entry.state(environ)
     s = entry.settings
-    model, base_url = getattr(s, "model", ""), getattr(s, "base_url", None)
+    model = getattr(s, "model", "")
     where = str(entry.source) if entry.line is None else f"{entry.source}:{entry.line}"
-    detail = f"{model} @ {base_url or '(no endpoint)'}" if model else str(entry.kind)
+    detail = f"{model} @ {endpoint_text(s, environ)}" if model else str(entry.kind)
     detail += f" · limits {limits_line(s.limits)} · from {where}"
     fix = ""
     if str(entry.kind) not in KINDS:
