@@ -25,7 +25,7 @@ from icae_tui.local_models.catalog import (
     SERVER_VERSION,
     LocalModel,
 )
-from icae_tui.local_models.paths import model_file, models_dir, server_manifest, server_venv
+from icae_tui.local_models.paths import model_file, server_manifest, server_venv
 
 Progress = Callable[[str], None]
 CHUNK = 1 << 20
@@ -214,6 +214,3 @@ async def install_server(
     progress(f"server built in {time.monotonic() - started:.0f} s: {binary}")
     return binary
 
-
-def models_folder_note(environ: Mapping[str, str] | None = None) -> str:
-    return str(models_dir(environ))
