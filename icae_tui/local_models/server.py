@@ -164,7 +164,7 @@ async def start(
         raise LocalModelError(f"local model {model.name}: {why}")
     binary = find_server(environ)
     assert binary is not None  # not_ready checked it
-    port, key = _free_port(), secrets.token_urlsafe(24)
+    port, key = _free_port(), secrets.token_hex(24)  # hex: never a leading "-" (a flag)
     log = log_file(model, environ)
     log.parent.mkdir(parents=True, exist_ok=True)
     state_path = running_file(model, environ)
