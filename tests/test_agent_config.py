@@ -27,7 +27,7 @@ from icae_tui.cli import main
 from tests.conftest import FIXTURE_TASKS
 
 READY_AGENT = """
-[agents.local]
+[agents.mine]
 kind = "model"
 model = "qwen2.5-coder"
 base_url = "http://localhost:8000/v1"
@@ -105,7 +105,7 @@ def test_user_file_overrides_defaults_whole_entry(tmp_path, env):
     assert entry.source == path and entry.line == 1
     assert entry.settings.model == "gpt-4.1"
     assert entry.settings.limits.max_steps is None  # replaced whole, not merged
-    assert config.agents["local"].line == line_of(path, "[agents.local]")
+    assert config.agents["mine"].line == line_of(path, "[agents.mine]")
 
 
 def test_agents_file_wins_over_user_file_and_later_files_win(tmp_path, env):
@@ -113,10 +113,10 @@ def test_agents_file_wins_over_user_file_and_later_files_win(tmp_path, env):
     first = write(tmp_path / "first.toml", READY_AGENT.replace("qwen2.5-coder", "first"))
     second = write(tmp_path / "second.toml", READY_AGENT.replace("qwen2.5-coder", "second"))
     config = load_agent_config([first], environ=env)
-    assert config.agents["local"].settings.model == "first"
-    assert config.agents["local"].source == first
+    assert config.agents["mine"].settings.model == "first"
+    assert config.agents["mine"].source == first
     config = load_agent_config([first, second], environ=env)
-    assert config.agents["local"].settings.model == "second"
+    assert config.agents["mine"].settings.model == "second"
     assert "openai-compatible" in config.agents  # defaults still there
 
 
@@ -248,7 +248,7 @@ def test_broken_entry_is_located_and_the_others_load(tmp_path, env, case):
     assert message in err.message
     assert str(err).startswith(f"{path}:{err.line}: {field}: ")
     assert "broken" not in config.agents
-    assert {"openai-compatible", "local", "after"} <= set(config.agents)
+    assert {"openai-compatible", "mine", "after"} <= set(config.agents)
     after = config.agents["after"].settings
     assert isinstance(after, CommandAgentConfig) and after.parser is TraceParser.AIDER
 
@@ -271,18 +271,18 @@ def test_scripted_kind_is_not_declared_in_toml(tmp_path, env):
 def test_api_key_env_must_be_a_name_not_a_key(tmp_path, env):
     path = write(tmp_path / "a.toml", READY_AGENT + 'api_key_env = "sk-proj-THIS-IS-A-SECRET"\n')
     [err] = load_agent_config([path], environ=env).errors
-    assert (err.line, err.field) == (line_of(path, "api_key_env"), "agents.local.api_key_env")
+    assert (err.line, err.field) == (line_of(path, "api_key_env"), "agents.mine.api_key_env")
     assert "SECRET" not in str(err)
 
 
 def test_invalid_toml_is_one_error_and_other_files_load(tmp_path, env):
     bad = write(user_file(tmp_path), READY_AGENT + "\n[agents.x]\nkind = \nmodel = 3\n")
-    good = write(tmp_path / "good.toml", READY_AGENT.replace("local", "good"))
+    good = write(tmp_path / "good.toml", READY_AGENT.replace("mine", "good"))
     config = load_agent_config([good], environ=env)
     [err] = config.errors
     assert err.path == bad and err.line == line_of(bad, "kind =", after="[agents.x]")
     assert "invalid TOML" in err.message
-    assert "local" not in config.agents  # nothing of a file that does not parse
+    assert "mine" not in config.agents  # nothing of a file that does not parse
     assert {"openai-compatible", "good"} <= set(config.agents)
 
 
@@ -332,14 +332,18 @@ def test_states_follow_the_environment(tmp_path, env, monkeypatch):
     assert {states()[n] for n in shipped} == {AgentState.NEEDS_ENDPOINT}
     assert {n: s for n, s in states().items() if n not in shipped} == {
         "openai-compatible": AgentState.NEEDS_ENDPOINT,
-        "local": AgentState.MISSING_KEY,
+        "mine": AgentState.MISSING_KEY,
         "nokey": AgentState.READY,
         "cli": AgentState.NEEDS_ENDPOINT,  # command agents' models go through the gateway too
+        # the shipped local-model entries: the tests' models folder has none installed
+        "local": AgentState.NEEDS_LOCAL_MODEL,
+        "mini-swe-agent-local": AgentState.NEEDS_LOCAL_MODEL,
+        "aider-local": AgentState.NEEDS_LOCAL_MODEL,
     }
     monkeypatch.setenv("ICAE_TEST_KEY", "")
-    assert states()["local"] is AgentState.MISSING_KEY  # empty is unset
+    assert states()["mine"] is AgentState.MISSING_KEY  # empty is unset
     monkeypatch.setenv("ICAE_TEST_KEY", "secret")
-    assert states()["local"] is AgentState.READY
+    assert states()["mine"] is AgentState.READY
     monkeypatch.setenv("OPENAI_API_KEY", "secret")
     assert states()["openai-compatible"] is AgentState.NEEDS_ENDPOINT  # a key is no endpoint
 
@@ -357,8 +361,9 @@ def test_scripted_specs_work_as_before_and_configured_agents_are_listed(
         make_agent("local:x", task)
     path = write(tmp_path / "a.toml", READY_AGENT)
     config = configured_agents([path])
-    assert list(config.agents) == ["openai-compatible", "mini-swe-agent", "claude-code", "codex",
-                                   "aider", "local"]  # fmt: skip
+    assert list(config.agents) == ["openai-compatible", "local", "mini-swe-agent", "claude-code",
+                                   "codex", "aider", "mini-swe-agent-local", "aider-local",
+                                   "mine"]  # fmt: skip
 
 
 # --- icae agents ---------------------------------------------------------------------------
@@ -439,11 +444,11 @@ def test_icae_agents_lists_states_sources_and_errors(tmp_path, env, capsys, monk
         '[agents.cli]\nkind = "command"\nrun = "aider"\nmodel = "m"\n[agents.bad]\nkind = "model"\nmodel = 5\n',
     )
     blocks, err = agents_listing(capsys, "--agents", str(extra), "agents")
-    row, detail, where, todo = blocks["model:local"]
+    row, detail, where, todo = blocks["model:mine"]
     assert row.split(maxsplit=1)[1] == "missing key variable"
     assert where == f"from {user_file(tmp_path)}:1"
     assert todo.startswith("to run it: set the environment variable ICAE_TEST_KEY (the ")
-    assert f"[agents.local] at {user_file(tmp_path)}:1" in todo
+    assert f"[agents.mine] at {user_file(tmp_path)}:1" in todo
     row, detail, where, todo = blocks["command:cli"]
     assert row.split(maxsplit=1)[1] == "needs an endpoint"
     assert "installs on first run" in detail and where == f"from {extra}:1"
@@ -455,8 +460,8 @@ def test_icae_agents_lists_states_sources_and_errors(tmp_path, env, capsys, monk
 
     monkeypatch.setenv("ICAE_TEST_KEY", "secret")
     blocks, err = agents_listing(capsys, "--agents", str(extra), "agents")
-    assert blocks["model:local"][0].split() == ["model:local", "ready"]
-    assert len(blocks["model:local"]) == 3  # nothing to set
+    assert blocks["model:mine"][0].split() == ["model:mine", "ready"]
+    assert len(blocks["model:mine"]) == 3  # nothing to set
     assert "secret" not in str(blocks) + err
 
 
@@ -474,11 +479,11 @@ def test_icae_agents_check_says_whether_an_agent_is_ready(tmp_path, env, capsys,
     assert "no model agent 'nope'" in check("agents", "--check", "model:nope", status=2)
 
     extra = write(tmp_path / "a.toml", READY_AGENT + 'api_key_env = "ICAE_TEST_KEY"\n')
-    err = check("--agents", str(extra), "agents", "--check", "model:local", status=1)
+    err = check("--agents", str(extra), "agents", "--check", "model:mine", status=1)
     assert "set the environment variable ICAE_TEST_KEY" in err
     monkeypatch.setenv("ICAE_TEST_KEY", "secret")
-    assert check("--agents", str(extra), "agents", "--check", "model:local", status=0) == ""
-    assert check("--agents", str(extra), "agents", "--check", "local", status=0) == ""
+    assert check("--agents", str(extra), "agents", "--check", "model:mine", status=0) == ""
+    assert check("--agents", str(extra), "agents", "--check", "mine", status=0) == ""
     assert check("--agents", str(extra), "agents", "--check", status=0) == ""
 
 
@@ -503,7 +508,7 @@ def test_the_run_setup_says_what_to_set_in_the_same_words_once(tmp_path, env):
     path = write(tmp_path / "a.toml", READY_AGENT.replace('base_url = "http://localhost:8000/v1"\n',
                                                           'api_key_env = "ICAE_TEST_KEY"\n'))  # fmt: skip
     config = load_agent_config([path], environ=env)
-    for name in ("openai-compatible", "local", "codex"):
+    for name in ("openai-compatible", "mine", "codex"):
         entry = config.agents[name]
         choice = configured_choice(entry, env)
         assert choice.fix == what_to_set(entry, env) != ""
@@ -535,4 +540,4 @@ def test_unknown_top_level_table_and_non_table_entries_are_located(tmp_path, env
         (5, "agents.plain"),
         (7, "agents.many"),
     ]
-    assert "local" in config.agents
+    assert "mine" in config.agents

@@ -164,3 +164,26 @@ def test_an_entry_on_a_local_model_is_ready_only_when_installed(models_home, sta
         ModelEntrySettings(model="tiny", local_model="tiny", base_url="http://localhost:1/v1")
     with pytest.raises(ValueError, match="not a model of `icae models`"):
         ModelEntrySettings(model="x", local_model="no-such-model")
+
+
+async def test_the_console_keeps_a_server_it_started_until_it_quits(
+    models_home, stand_in, monkeypatch, fixture_catalog, store
+):
+    from icae_tui.local_models.server import SERVERS
+    from icae_tui.ui.app import IcaeApp
+
+    data = b"".join(PARTS)
+    model = _model(data)
+    _install_by_hand(model, data)
+    monkeypatch.setitem(catalog.MODELS, model.name, model)
+    app = IcaeApp(catalog=fixture_catalog, store=store)
+    async with app.run_test():
+        async with SERVERS.lease(model.name, owner="a console run") as served:
+            pass
+        assert running(model) == served  # kept for the console's next run
+        async with SERVERS.lease(model.name, owner="the next run") as again:
+            assert again == served
+    assert running(model) is None  # the console went: its server with it
+    assert SERVERS.linger is False
+    with pytest.raises(ProcessLookupError):
+        os.kill(served.pid, 0)

@@ -283,6 +283,7 @@ class LocalServers:
         """Stop every server this process started (the console quitting)."""
         for name in list(self._started):
             await self._stop_started(name)
+        self._locks.clear()  # asyncio locks belong to one event loop; the next may differ
 
 
 SERVERS = LocalServers()  # this process's

@@ -16,6 +16,7 @@ from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 from icae_tui.catalog import Catalog
 from icae_tui.domain.task import Task
 from icae_tui.kept import console_source
+from icae_tui.local_models.server import SERVERS
 from icae_tui.run import RunConfig
 from icae_tui.store import RunStore
 from icae_tui.ui.kept import KeptDeliveries
@@ -68,8 +69,15 @@ class IcaeApp(PresentingApp):
         return TaskListScreen(self.catalog)
 
     def on_mount(self) -> None:
+        # A local model's server a run starts stays up for the console's next run (loading
+        # it takes seconds); it stops when the console goes (on_unmount), or dies with it.
+        SERVERS.linger = True
         if self.on_start is not None:
             self.on_start(self)
+
+    async def on_unmount(self) -> None:
+        SERVERS.linger = False
+        await SERVERS.close()
 
     def on_ready(self) -> None:
         # What is loaded by now (catalog, widgets, CSS) lives as long as the app: kept out of
