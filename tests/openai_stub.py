@@ -1,7 +1,8 @@
 """A small OpenAI-compatible chat-completions server for tests, on 127.0.0.1 only.
 
-`behaviour(request_json) -> str` decides each completion's content; every request is kept
-in `requests` so tests can check what the model was shown.
+`behaviour(request_json)` decides each completion: its content (a str), or a `Choice` (content
+and log-probabilities), or an `aiohttp.web.Response` sent as it is (an HTTP error); every
+request is kept in `requests` so tests can check what the model was shown.
 """
 
 from __future__ import annotations
@@ -10,13 +11,20 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
 
+@dataclass(frozen=True)
+class Choice:
+    content: str
+    logprobs: dict[str, Any] | None = None  # the choice's `logprobs`, as llama.cpp gives it
+
+
 class OpenAIStub:
-    def __init__(self, behaviour: Callable[[dict[str, Any]], str]) -> None:
+    def __init__(self, behaviour: Callable[[dict[str, Any]], Any]) -> None:
         self.behaviour = behaviour
         self.requests: list[dict[str, Any]] = []
         self.base_url = ""
@@ -24,7 +32,10 @@ class OpenAIStub:
     async def _completions(self, request: web.Request) -> web.Response:
         body = await request.json()
         self.requests.append(body)
-        content = self.behaviour(body)
+        out = self.behaviour(body)
+        if isinstance(out, web.Response):
+            return out
+        choice = out if isinstance(out, Choice) else Choice(out)
         return web.json_response(
             {
                 "id": f"stub-{len(self.requests)}",
@@ -34,7 +45,8 @@ class OpenAIStub:
                 "choices": [
                     {
                         "index": 0,
-                        "message": {"role": "assistant", "content": content},
+                        "message": {"role": "assistant", "content": choice.content},
+                        "logprobs": choice.logprobs,
                         "finish_reason": "stop",
                     }
                 ],
@@ -44,7 +56,7 @@ class OpenAIStub:
 
 
 @contextlib.asynccontextmanager
-async def serve(behaviour: Callable[[dict[str, Any]], str]) -> AsyncIterator[OpenAIStub]:
+async def serve(behaviour: Callable[[dict[str, Any]], Any]) -> AsyncIterator[OpenAIStub]:
     stub = OpenAIStub(behaviour)
     app = web.Application()
     app.router.add_post("/v1/chat/completions", stub._completions)

@@ -61,3 +61,40 @@ async def test_the_model_user_is_recorded_and_replays_without_an_endpoint(
     texts = [e.text for e in store.events(again.run_id) if isinstance(e, QuestionAnswered)]
     assert texts == [a.text for a in answers]
     assert replayed.score == outcome.score
+
+
+async def test_the_verifying_user_goes_through_the_gateway_and_replays(
+    fixture_catalog, store, monkeypatch
+):
+    """`verify`: the constrained request (schema, log-probabilities) passes the gateway both
+    ways; the recorded calls replay it with no endpoint."""
+    from icae_tui.domain.states import UserMode
+    from tests.openai_stub import Choice
+    from tests.test_user_verifier import logprobs
+
+    monkeypatch.setenv(registry.UNSAFE_VAR, "1")
+    task = fixture_catalog.tasks["mini"]
+
+    def behaviour(request) -> Choice:
+        assert request["response_format"]["type"] == "json_schema" and request["logprobs"]
+        question = request["messages"][-1]["content"].split("\n\n")[0].removeprefix("Question: ")
+        part = " ".join(question.split()[:4])
+        return Choice(json.dumps({"part": part, "answers": True}), logprobs(0.9))
+
+    user = ModelConfig(model="checker", base_url="", mode=UserMode.VERIFY)
+    async with serve(behaviour) as stub:
+        run = _run(task, store, ModelConfig(**{**user.__dict__, "base_url": stub.base_url}))
+        outcome = await run.execute()
+    assert outcome.status == RunStatus.COMPLETED, outcome.error
+    answers = [e for e in store.events(run.run_id) if isinstance(e, QuestionAnswered)]
+    assert answers and all(a.responder == "model" and not a.fallback for a in answers)
+    recorded = load_calls((run.log.report_path.parent / MODEL_CALLS_FILE).read_text())
+    assert recorded and all(c.role is ModelRole.USER for c in recorded)
+    assert all("json_schema" in (c.request_body or "") for c in recorded)
+    assert all("top_logprobs" in (c.response_body or "") for c in recorded)
+    again = _run(task, store, ModelConfig(**{**user.__dict__, "base_url": "http://127.0.0.1:9/v1"}),
+                 model_replay=run.run_id)  # fmt: skip
+    replayed = await again.execute()
+    assert replayed.status == RunStatus.COMPLETED, replayed.error
+    texts = [e.text for e in store.events(again.run_id) if isinstance(e, QuestionAnswered)]
+    assert texts == [a.text for a in answers]

@@ -53,6 +53,14 @@ class AnsweredBy(StrEnum):
     BUDGET = "budget"
 
 
+class UserMode(StrEnum):
+    """How the model-mode user uses its model (users/model_user.py)."""
+
+    CHOOSE = "choose"  # one call: it picks among the matcher's candidates
+    VERIFY = "verify"  # the candidates checked one at a time with a constrained yes/no
+    HYBRID = "hybrid"  # the matcher's answer, vetoed by the model; its fallbacks verified
+
+
 class Stream(StrEnum):
     STDOUT = "stdout"
     STDERR = "stderr"

@@ -1,6 +1,14 @@
 """A model-backed simulated user that cannot leak: it chooses, it does not invent.
 
-The model (any OpenAI-compatible endpoint, temperature 0) sees only the question and the
+Three ways to use the model (`UserMode`):
+- choose: one call; the model picks among the matcher's top candidates (below);
+- verify: the top candidates checked one at a time with a constrained yes/no
+  (users/verifier.py); the answer is the confirmed ones, verbatim; none → the fallback;
+- hybrid: the matcher's own answer, vetoed where the model says a record does not answer;
+  where the matcher fell back, its candidates are verified as in `verify`.
+A small model does `verify` and `hybrid` well; `choose` asks more of it.
+
+In `choose`, the model (any OpenAI-compatible endpoint, temperature 0) sees only the question and the
 top candidate records of deterministic matching — never the golden code, the cases, or the
 other records. It must answer with JSON naming the records it chose (a subset of the
 candidates) and, optionally, a rephrasing of them. Its output is checked:
@@ -23,11 +31,12 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from icae_tui.domain.states import AnsweredBy
+from icae_tui.domain.states import AnsweredBy, UserMode
 from icae_tui.domain.task import OracleData
 from icae_tui.users import matching
 from icae_tui.users.matching import Candidate
 from icae_tui.users.responders import Reply, grounded_reply
+from icae_tui.users.verifier import Check, Verdict, Verifier
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletion
@@ -100,6 +109,14 @@ class ModelConfig:
     timeout_s: float = 60.0
     api_key_env: str | None = None  # in a run: the host variable the gateway reads it from
     local_model: str | None = None  # `icae models`' model instead of base_url (in a run)
+    mode: UserMode = UserMode.CHOOSE
+    verify_k: int = 3  # verify, hybrid: how many of the matcher's candidates are checked
+    # verify, hybrid: a record counts as answering when the model's p(yes), plus
+    # lexical_weight × (its matcher score − the matcher's bar) / 100, reaches yes_bar; in
+    # hybrid, the matcher's own answer is vetoed below veto_bar (tuned on the dev half)
+    yes_bar: float = 0.5
+    veto_bar: float = 0.5
+    lexical_weight: float = 0.0
 
 
 class ChatClient(Protocol):
@@ -144,6 +161,12 @@ def _parse(content: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def _stand_in(base: Reply, why: str) -> Reply:
+    """The deterministic answer, when the model could not give one."""
+    return Reply(base.text, base.record_ids, base.scores, base.runner_up, base.fallback,
+                 responder=AnsweredBy.SIMULATED, model=why)  # fmt: skip
+
+
 class ModelUser:
     name = "model"
 
@@ -156,9 +179,60 @@ class ModelUser:
         # a run sets its gateway's endpoint before the agent may ask; else a direct client
         self.endpoint = endpoint
 
+    def _client(self) -> ChatClient:
+        if self.endpoint is None:
+            self.endpoint = DirectChat(self.config)
+        return self.endpoint
+
     async def reply(self, question_id: int, question: str) -> Reply:
-        offered = matching.candidates(question, self.data, k=self.config.candidates)
         base = grounded_reply(question, self.data)  # the audit trail: scores and runner-up
+        if self.config.mode is UserMode.CHOOSE:
+            return await self._choose(question, base)
+        try:
+            return await self._verified(question, base)
+        except Exception as err:  # an unreachable model, a refusal: must not stop the run
+            return _stand_in(base, f"{self.config.model} unavailable: {type(err).__name__}")
+
+    async def _verified(self, question: str, base: Reply) -> Reply:
+        """verify and hybrid: which records the model confirms, one call per record."""
+        verifier = Verifier(self._client(), self.config.model)
+        if self.config.mode is UserMode.HYBRID and not base.fallback:
+            by_id = {c.record_id: c for c in matching.candidates(question, self.data, k=50)}
+            kept = []
+            for record_id in base.record_ids:
+                record = by_id.get(record_id)
+                if record is None or self._belief(
+                    await verifier.check(question, record.text), record
+                ) >= self.config.veto_bar:
+                    kept.append(record_id)
+            if kept == base.record_ids:
+                return Reply(base.text, base.record_ids, base.scores, base.runner_up,
+                             responder=AnsweredBy.MODEL, model=self.config.model)  # fmt: skip
+            chosen = [by_id[i] for i in kept]
+        else:
+            chosen = []
+            for c in matching.candidates(question, self.data, k=self.config.verify_k):
+                if len(chosen) < matching.MAX_RECORDS_PER_ANSWER:
+                    check = await verifier.check(question, c.text)
+                    if self._belief(check, c) >= self.config.yes_bar:
+                        chosen.append(c)
+        scores = {**base.scores, **{c.record_id: c.score for c in chosen}}
+        if not chosen:
+            return Reply(self.data.fallback_response, [], scores, base.runner_up,
+                         fallback=True, responder=AnsweredBy.MODEL, model=self.config.model)  # fmt: skip
+        return Reply("\n\n".join(c.text for c in chosen), [c.record_id for c in chosen], scores,
+                     base.runner_up, responder=AnsweredBy.MODEL, model=self.config.model)  # fmt: skip
+
+    def _belief(self, check: Check, record: Candidate) -> float:
+        """How much `record` is taken to answer: the model's p(yes) (unsure: 0), moved by
+        its matcher score."""
+        if check.verdict is Verdict.UNSURE:
+            return 0.0
+        lexical = (record.score - matching.THRESHOLD) / 100
+        return check.p_yes + self.config.lexical_weight * lexical
+
+    async def _choose(self, question: str, base: Reply) -> Reply:
+        offered = matching.candidates(question, self.data, k=self.config.candidates)
         if not offered:
             return Reply(self.data.fallback_response, [], base.scores, base.runner_up,
                          fallback=True, responder=AnsweredBy.MODEL, model=self.config.model)  # fmt: skip
@@ -172,17 +246,13 @@ class ModelUser:
             ],
         }
         try:
-            if self.endpoint is None:
-                self.endpoint = DirectChat(self.config)
-            completion = await self.endpoint.complete(body)
+            completion = await self._client().complete(body)
             content = completion["choices"][0]["message"]["content"] or ""
         except Exception as err:  # an unreachable model, a refusal: must not stop the run
-            return Reply(base.text, base.record_ids, base.scores, base.runner_up, base.fallback,
-                         responder=AnsweredBy.SIMULATED, model=f"{self.config.model} unavailable: {type(err).__name__}")  # fmt: skip
+            return _stand_in(base, f"{self.config.model} unavailable: {type(err).__name__}")
         parsed = _parse(content)
         if parsed is None:  # not JSON: the deterministic answer stands in
-            return Reply(base.text, base.record_ids, base.scores, base.runner_up, base.fallback,
-                         responder=AnsweredBy.SIMULATED, model=f"{self.config.model} unparseable")  # fmt: skip
+            return _stand_in(base, f"{self.config.model} unparseable")
         by_id = {c.record_id: c for c in offered}
         records = parsed.get("records")
         ids: list[Any] = records if isinstance(records, list) else []
