@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import sys
 import textwrap
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from icae_tui.catalog import Catalog, load_catalog, load_failure
-from icae_tui.domain.states import ResponderMode, RunStatus
+from icae_tui.domain.states import ResponderMode, RunStatus, UserMode
 from icae_tui.domain.task import Level, Task
 from icae_tui.runs_command import review_weights
 from icae_tui.safe_text import printable
@@ -294,6 +295,13 @@ def _role_models(
         if isinstance(got, str | bool):
             return None
         models[role] = got
+    user, mode = models[EndpointRole.USER], getattr(args, "user_mode", None)
+    if mode and user is None:
+        print("error: --user-mode needs a model user (--user-endpoint or --user-model)",
+              file=sys.stderr)  # fmt: skip
+        return None
+    if mode and user is not None:
+        models[EndpointRole.USER] = dataclasses.replace(user, mode=UserMode(mode))
     return models
 
 
@@ -713,6 +721,10 @@ def parser() -> argparse.ArgumentParser:
         "--user-model", help="let a model (choosing among matched records) be the user"
     )
     run.add_argument("--user-base-url", help="OpenAI-compatible endpoint for --user-model")
+    run.add_argument("--user-mode", choices=[m.value for m in UserMode],
+                     help="how the model user uses its model: choose among the matched "
+                     "records; verify them one at a time (yes/no); hybrid: the matcher's "
+                     "answer, vetoed by the model (default: the entry's, else choose)")  # fmt: skip
     run.add_argument("--user-api-key-env", default="OPENAI_API_KEY",
                      help="environment variable holding the endpoint's key")  # fmt: skip
     run.add_argument("--judge-model",

@@ -54,5 +54,5 @@ def endpoint_config(
     assert s.base_url is not None or s.local_model is not None  # a ready entry's endpoint
     return ModelConfig(
         model=s.model, base_url=s.base_url or "", api_key_env=s.api_key_env,
-        timeout_s=s.timeout_s, local_model=s.local_model,
+        timeout_s=s.timeout_s, local_model=s.local_model, mode=s.user_mode,
     )  # fmt: skip

@@ -40,6 +40,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from icae_tui.agents.constrain import ReplyConstraint
 from icae_tui.domain.agent import Limits, ModelNeed, WireApi
+from icae_tui.domain.states import UserMode
 
 DEFAULTS_FILE = Path(__file__).with_name("defaults.toml")
 
@@ -138,6 +139,7 @@ class ModelEntrySettings(ModelEndpoint):
     critic), which call it through the run's gateway, as agents do."""
 
     timeout_s: Annotated[float, Field(strict=True, gt=0)] = 60.0
+    user_mode: UserMode = UserMode.CHOOSE  # as the simulated user's: how it uses the model
 
 
 class EndpointConfig(ModelEndpoint):
