@@ -100,6 +100,10 @@ class _HttpResponse:
         self._resp.release()
 
 
+# What a reused connection closed by the server raises: writing to it, or reading no reply.
+STALE_CONNECTION = (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError)
+
+
 class HttpUpstream:
     """Plain HTTP to `config.base_url` in `config.wire_api`, with the real key from the named
     env variable, sent the way that API wants it."""
@@ -134,8 +138,14 @@ class HttpUpstream:
                 sent["x-api-key"] = self._key
         elif self._key:
             sent["Authorization"] = f"Bearer {self._key}"
+        data = canonical(body)
         try:
-            resp = await self._session.post(self._url, data=canonical(body), headers=sent)
+            try:
+                resp = await self._session.post(self._url, data=data, headers=sent)
+            except STALE_CONNECTION:
+                # A pooled connection the server dropped while idle (llama.cpp's server keeps
+                # one 5 s; an agent's command often runs longer): once more, on a fresh one.
+                resp = await self._session.post(self._url, data=data, headers=sent)
         except (aiohttp.ClientError, TimeoutError, OSError) as err:
             raise UpstreamUnreachable(f"{type(err).__name__}: {err}") from err
         return _HttpResponse(resp)
