@@ -17,7 +17,7 @@ import pytest
 from aiohttp import web
 
 from icae_tui.agents.config import ModelAgentConfig, parse_entry
-from icae_tui.agents.constrain import GBNF, SCHEMA, ReplyConstraint
+from icae_tui.agents.constrain import GBNF, GBNF_NO_ASK, SCHEMA, SCHEMA_NO_ASK, ReplyConstraint
 from icae_tui.agents.endpoint import GatewayEndpoint
 from icae_tui.agents.model_agent import MAX_ACTIONS, ModelAgent
 from icae_tui.agents.replies import ActionKind, open_heredoc, read_reply
@@ -193,6 +193,37 @@ async def test_a_question_written_twice_in_a_reply_is_asked_once(upstream, key_e
     assert "note: the question 'which  python?' was written twice: asked once" in (
         _observation(upstream, 0)
     )
+
+
+async def test_a_question_asked_again_is_answered_from_before_and_closes_questions(
+    upstream, key_env
+):
+    # What Qwen2.5-Coder-1.5B did on semver through the product: the same six questions
+    # round and round for 30 steps, never a line of code.
+    script = ["ASK: What does parse do?", "ASK: What  does parse do?",
+              f"```bash\n{HEREDOC_WRITE}\n```", "SUBMIT: ok"]  # fmt: skip
+    ctx, outcome = await _build(upstream, script, constrain_reply="gbnf", stream=False)
+    assert outcome == "ok" and ctx.asked == ["What does parse do?"]  # the budget spent once
+    repeated = _observation(upstream, 1)
+    assert "You asked this before; the user's answer was:\nanswer #1" in repeated
+    assert [b["grammar"] for b in upstream.seen] == [GBNF, GBNF, GBNF_NO_ASK, GBNF_NO_ASK]
+
+
+async def test_closed_questions_drop_ask_from_the_json_schema_too(upstream, key_env):
+    ask = '{"thought": "", "action": "ask", "input": "Which flags?"}'
+    script = [ask, ask, '{"thought": "", "action": "submit", "input": "built"}']
+    ctx, outcome = await _build(upstream, script, constrain_reply="json_schema")
+    assert outcome == "built" and ctx.asked == ["Which flags?"]
+    schemas = [b["response_format"]["json_schema"]["schema"] for b in upstream.seen]
+    assert schemas == [SCHEMA, SCHEMA, SCHEMA_NO_ASK]
+    assert SCHEMA_NO_ASK["properties"]["action"]["enum"] == ["bash", "submit"]
+
+
+def test_the_closed_grammar_allows_no_question():
+    closed = _gbnf_regex(GBNF_NO_ASK)
+    assert not closed.fullmatch("ASK: Should a leading v be accepted?")
+    assert closed.fullmatch(f"Write it.\n```bash\n{HEREDOC_WRITE}\n```")
+    assert closed.fullmatch("SUBMIT: semver.py is built")
 
 
 async def test_past_the_cap_the_actions_not_taken_are_named(upstream, key_env):

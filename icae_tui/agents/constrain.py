@@ -52,14 +52,27 @@ SCHEMA: dict[str, Any] = {
 }
 
 
-def extra_body(constraint: ReplyConstraint) -> dict[str, Any]:
-    """The request keys that constrain the reply."""
+# Once the model asks again what it asked before, questions are closed: the reply must act.
+GBNF_NO_ASK = "".join(
+    line.replace(" | ask", "")
+    for line in GBNF.splitlines(keepends=True)
+    if not line.startswith("ask ::=")
+)
+SCHEMA_NO_ASK: dict[str, Any] = {
+    **SCHEMA,
+    "properties": {**SCHEMA["properties"], "action": {"type": "string", "enum": ["bash", "submit"]}},
+}
+
+
+def extra_body(constraint: ReplyConstraint, may_ask: bool = True) -> dict[str, Any]:
+    """The request keys that constrain the reply (with no `ASK:` once questions are closed)."""
     if constraint is ReplyConstraint.GBNF:
-        return {"grammar": GBNF}
+        return {"grammar": GBNF if may_ask else GBNF_NO_ASK}
+    schema = SCHEMA if may_ask else SCHEMA_NO_ASK
     return {
         "response_format": {
             "type": "json_schema",
-            "json_schema": {"name": "action", "strict": True, "schema": SCHEMA},
+            "json_schema": {"name": "action", "strict": True, "schema": schema},
         }
     }
 

@@ -139,6 +139,28 @@ class Turn:
     problem: str = ""
 
 
+@dataclass
+class Asked:
+    """The questions of one build and their answers. A question asked again is answered from
+    here, not spent again; and it closes questions: a small model that repeats itself has
+    nothing new to ask (seen: Qwen2.5-Coder-1.5B asked the same six for 30 steps, writing no
+    code), so a constrained reply may no longer hold an `ASK:`."""
+
+    answers: dict[str, str] = field(default_factory=dict)
+    open: bool = True
+
+    async def ask(self, question: str, ctx: AgentContext) -> tuple[str, bool]:
+        """(the answer, whether it is the user's fresh one)."""
+        key = " ".join(question.lower().split())
+        if key in self.answers:
+            self.open = False
+            return (f"You asked this before; the user's answer was:\n{self.answers[key]}\n"
+                    "Ask nothing more: act on what you know (write the code, run it)."), False  # fmt: skip
+        answer = await ctx.ask(question)
+        self.answers[key] = answer
+        return answer, True
+
+
 class ModelAgent:
     def __init__(self, name: str, settings: ModelAgentConfig) -> None:
         self.name = name
@@ -165,11 +187,12 @@ class ModelAgent:
         messages = self._messages(prd, ctx)
         constraint = self.settings.constrain_reply  # None once the server refused it
         malformed = 0
+        asked = Asked()
         while True:
             await ctx.step()  # stops at the step or time limit
-            message, constraint = await self._ask_model(messages, ctx, constraint)
+            message, constraint = await self._ask_model(messages, ctx, constraint, asked.open)
             messages.append(message)
-            turn = await self._take(message, ctx)
+            turn = await self._take(message, ctx, asked)
             if turn.done is not None:
                 return turn.done
             messages.extend(turn.messages)
@@ -183,7 +206,7 @@ class ModelAgent:
 
     async def _ask_model(
         self, messages: list[dict[str, Any]], ctx: AgentContext,
-        constraint: ReplyConstraint | None,
+        constraint: ReplyConstraint | None, may_ask: bool = True,
     ) -> tuple[dict[str, Any], ReplyConstraint | None]:  # fmt: skip
         """One model turn; its text goes to the trace, streamed as it comes when asked to.
         Returns the message and the constraint still in force."""
@@ -195,7 +218,7 @@ class ModelAgent:
             body["temperature"] = self.settings.temperature
         streamer = Streamer(ctx) if self.settings.stream else None
         try:
-            constrained = {**body, **extra_body(constraint)} if constraint else body
+            constrained = {**body, **extra_body(constraint, may_ask)} if constraint else body
             reply = await ctx.model.complete(constrained, streamer)
         except EndpointRefused as err:
             if constraint is None or err.status not in CONSTRAINT_REFUSED:
@@ -214,15 +237,15 @@ class ModelAgent:
             await ctx.say(str(message["content"]), streamed=bool(streamer and streamer.used))
         return message, constraint
 
-    async def _take(self, message: dict[str, Any], ctx: AgentContext) -> Turn:
+    async def _take(self, message: dict[str, Any], ctx: AgentContext, asked: Asked) -> Turn:
         """Take what one reply asks for, in order."""
         content = str(message.get("content") or "")
         calls = message.get("tool_calls") or []
         if not calls:
-            return await self._take_text(read_reply(content), ctx)
+            return await self._take_text(read_reply(content), ctx, asked)
         turn = Turn(acted=False)
         for call in calls:
-            done, text, ok = await self._tool(call, ctx)
+            done, text, ok = await self._tool(call, ctx, asked)
             if done is not None:
                 return Turn(done=done)
             turn.acted |= ok
@@ -236,7 +259,9 @@ class ModelAgent:
             )
         return turn
 
-    async def _tool(self, call: dict[str, Any], ctx: AgentContext) -> tuple[str | None, str, bool]:
+    async def _tool(
+        self, call: dict[str, Any], ctx: AgentContext, asked: Asked
+    ) -> tuple[str | None, str, bool]:
         """(the summary on submit, the tool's result, whether the call was well-formed)."""
         fn = call.get("function") or {}
         name = fn.get("name", "")
@@ -253,7 +278,7 @@ class ModelAgent:
                     return None, f"error: {why}; try again", False
                 return None, await _run(args["command"], ctx), True
             case "ask_user" if isinstance(args.get("question"), str):
-                return None, await ctx.ask(args["question"]), True
+                return None, (await asked.ask(args["question"], ctx))[0], True
             case "submit":
                 return str(args.get("message", "done")), "", True
         return (
@@ -262,7 +287,7 @@ class ModelAgent:
             False,
         )
 
-    async def _take_text(self, reading: Reading, ctx: AgentContext) -> Turn:
+    async def _take_text(self, reading: Reading, ctx: AgentContext, asked: Asked) -> Turn:
         actions, notes = reading.actions, list(reading.problems)
         if reading.other_blocks:
             langs = ", ".join(f"```{lang}" for lang in dict.fromkeys(reading.other_blocks))
@@ -289,7 +314,7 @@ class ModelAgent:
             text = f"No action was taken: {problem}. {NO_ACTION}"
             return Turn(messages=[_user(text)], acted=False, problem=problem)
         cap = max(OBSERVATION_MIN_CHARS, OBSERVATION_CHARS // len(actions))
-        results = [await self._act(a, ctx, cap) for a in actions]
+        results = [await self._act(a, ctx, cap, asked) for a in actions]
         if len(results) == 1:
             text = results[0]
         else:
@@ -300,9 +325,10 @@ class ModelAgent:
             text += "\n\nnote: " + "\nnote: ".join(notes)
         return Turn(messages=[_user(text)])
 
-    async def _act(self, action: Action, ctx: AgentContext, cap: int) -> str:
+    async def _act(self, action: Action, ctx: AgentContext, cap: int, asked: Asked) -> str:
         if action.kind is ActionKind.ASK:
-            return "The user answers: " + await ctx.ask(action.text)
+            answer, fresh = await asked.ask(action.text, ctx)
+            return "The user answers: " + answer if fresh else answer
         return await _run(action.text, ctx, cap)
 
 
