@@ -503,8 +503,10 @@ class Run:
             # one slow model call is stopped all the same
             async with asyncio.timeout(seconds) as self._clock:
                 final = await agent.build(prd, session)
-        except TimeoutError:
+        except TimeoutError as err:
             stop = AgentStop(StopReason.TIME_LIMIT, f"time limit of {seconds:g} s")
+            if self._clock is not None and not self._clock.expired():  # the agent's own timeout
+                stop = AgentStop(StopReason.INFRA_ERROR, f"timed out inside the agent: {err!r}")
             await self.emit(
                 AgentStopped(reason=stop.reason, detail=stop.detail, steps=session.steps)
             )

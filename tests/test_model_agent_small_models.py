@@ -341,6 +341,11 @@ async def test_gbnf_is_sent_when_enabled(upstream, key_env):
     assert "exactly one action" in body["messages"][0]["content"]
 
 
+async def test_max_reply_tokens_is_sent_as_max_tokens(upstream, key_env):
+    await _build(upstream, ["SUBMIT: done"], constrain_reply="gbnf", max_reply_tokens=64)
+    assert upstream.seen[0]["max_tokens"] == 64
+
+
 async def test_a_json_schema_is_sent_and_its_replies_taken(upstream, key_env):
     replies = ['{"thought": "look", "action": "bash", "input": "ls"}',
                '{"thought": "done", "action": "submit", "input": "built"}']  # fmt: skip
@@ -457,6 +462,8 @@ def _gbnf_regex(grammar: str) -> re.Pattern[str]:
         ("SUBMIT: semver.py is built", True),
         ('```bash\ncat > a <<"EOF"\n\nif x << 2:\nEOFX\nEOF\nls -l < a\n```', True),
         ("```bash\ncat > a.py <<'EOF'\nprint(1)\n```", False),  # the heredoc left open
+        # a fence inside an open heredoc: what led a small model to blank lines without end
+        ("```bash\ncat > a.md <<'EOF'\n```\nEOF\n```", False),
         ("```bash\nls\n```\nASK: and then?", False),  # two actions
         ("```bash\nls\n```\n```bash\npwd\n```", False),  # two blocks
         ("```bash\nls\n", False),  # the fence never closed

@@ -187,6 +187,9 @@ class ModelAgentConfig(EndpointConfig):
     constrain_reply: ReplyConstraint | None = None
     # replies in a row with no action taken (malformed) before the agent stops
     max_malformed_turns: Annotated[int, Field(strict=True, ge=1)] = 3
+    # the most tokens one reply may hold (sent as `max_tokens`): a small model may otherwise
+    # go on writing blank lines inside a heredoc until its call times out
+    max_reply_tokens: Annotated[int, Field(strict=True, ge=16)] | None = None
 
 
 class CommandAgentConfig(EndpointConfig):

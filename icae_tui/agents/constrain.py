@@ -22,9 +22,11 @@ class ReplyConstraint(StrEnum):
     JSON_SCHEMA = "json_schema"  # OpenAI's `response_format`
 
 
-# Not recursive, so regular: a heredoc's body lines are any line but `EOF`; a plain command
-# line holds no `<<` (a heredoc line opens one), and no line of the block starts with a
-# backtick, so only the closing fence ends it.
+# Not recursive, so regular: a heredoc's body lines are any line but `EOF` that starts with
+# no backtick (else a model closes the fence inside an open heredoc, and then writes blank
+# lines forever: seen with Qwen2.5-Coder-1.5B); a plain command line holds no `<<` (a heredoc
+# line opens one), and no line of the block starts with a backtick, so only the closing
+# fence ends it.
 GBNF = r"""root ::= (note "\n")? action
 note ::= [^`\n] [^\n]*
 action ::= bash | ask | submit
@@ -37,7 +39,7 @@ pfirst ::= [^`<\n] | "<" [^<\n]
 pchar ::= [^<\n] | "<" [^<\n]
 heredoc ::= hchar+ "<<" "-"? ("'EOF'" | "\"EOF\"" | "EOF") pchar* "\n" body* "EOF\n"
 hchar ::= [^`<\n] | "<" [^<`\n]
-body ::= ([^E\n] [^\n]* | "E" ([^O\n] [^\n]*)? | "EO" ([^F\n] [^\n]*)? | "EOF" [^\n]+)? "\n"
+body ::= ([^E`\n] [^\n]* | "E" ([^O\n] [^\n]*)? | "EO" ([^F\n] [^\n]*)? | "EOF" [^\n]+)? "\n"
 """
 
 SCHEMA: dict[str, Any] = {

@@ -37,8 +37,11 @@ class GatewayEndpoint:
         self, body: dict[str, Any], on_delta: OnDelta | None = None
     ) -> dict[str, Any]:
         if self._session is None:
+            # no total timeout (aiohttp's default is 300 s): the gateway bounds the upstream's
+            # silence and the run's clock the whole; a CPU model's long reply takes minutes
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.UnixConnector(path=self._socket)
+                connector=aiohttp.UnixConnector(path=self._socket),
+                timeout=aiohttp.ClientTimeout(total=None),
             )
         headers = {"Authorization": f"Bearer {self._token}"}
         body = {**body, "stream": on_delta is not None}

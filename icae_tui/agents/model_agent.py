@@ -216,6 +216,8 @@ class ModelAgent:
             body["tools"] = TOOLS  # a constrained reply is text: servers refuse tools with it
         if self.settings.temperature is not None:
             body["temperature"] = self.settings.temperature
+        if self.settings.max_reply_tokens is not None:
+            body["max_tokens"] = self.settings.max_reply_tokens
         streamer = Streamer(ctx) if self.settings.stream else None
         try:
             constrained = {**body, **extra_body(constraint, may_ask)} if constraint else body
