@@ -151,7 +151,7 @@ class Asked:
 
     async def ask(self, question: str, ctx: AgentContext) -> tuple[str, bool]:
         """(the answer, whether it is the user's fresh one)."""
-        key = " ".join(question.lower().split())
+        key = _question_key(question)
         if key in self.answers:
             self.open = False
             return (f"You asked this before; the user's answer was:\n{self.answers[key]}\n"
@@ -341,13 +341,18 @@ def _once(actions: list[Action], notes: list[str]) -> list[Action]:
     kept = []
     for action in actions:
         if action.kind is ActionKind.ASK:
-            key = " ".join(action.text.lower().split())
+            key = _question_key(action.text)
             if key in seen:
                 notes.append(f"the question {action.text!r} was written twice: asked once")
                 continue
             seen.add(key)
         kept.append(action)
     return kept
+
+
+def _question_key(question: str) -> str:
+    """A question as compared for a repeat: case and spacing aside."""
+    return " ".join(question.lower().split())
 
 
 def _short(text: str, limit: int = 300) -> str:
