@@ -556,6 +556,7 @@ class SidePool:
         self.workdir = workdir
         self.stats = SideStats()
         self._clean: list[Box] = []
+        self._waiting = 0  # take()s blocked on _ready: a clean box released goes to them
         self._ready: asyncio.Queue[Box | BaseException] = asyncio.Queue()
         self._filling = 0
         self._tasks: set[asyncio.Task[None]] = set()
@@ -697,7 +698,11 @@ class SidePool:
             self.stats.reused += 1
             return box
         self._refill()
-        item = await self._ready.get()
+        self._waiting += 1
+        try:
+            item = await self._ready.get()
+        finally:
+            self._waiting -= 1
         self._refill()
         if isinstance(item, BaseException):
             raise item
@@ -720,7 +725,12 @@ class SidePool:
             self.stats.discarded += 1
             self._spawn(box.container.remove())
             raise
-        if clean and not self._closed:
+        if clean and not self._closed and self._waiting > self._ready.qsize():
+            # a take() is blocked on the queue: in the clean list it would never see this box
+            # (the refill counts it as supply), so every waiter could hang with boxes idle
+            self.stats.reused += 1
+            self._ready.put_nowait(box)
+        elif clean and not self._closed:
             self._clean.append(box)
         else:
             self.stats.discarded += 1
