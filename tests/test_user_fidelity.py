@@ -64,17 +64,19 @@ async def test_model_mode_runs_and_the_audit_holds(behaviour):
         proc = await asyncio.create_subprocess_exec(
             sys.executable, str(ROOT / "benchmarks" / "user_fidelity.py"),
             "--model", "stub", "--base-url", stub.base_url, "--sets", "semver,tidy",
-            "--split", "dev",
+            "--split", "dev", "--user-mode", "choose",
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
         out, err = await proc.communicate()
     text = out.decode()
     assert proc.returncode == 0, err.decode()[-2000:]
     assert "== model stub" in text and "\nALL " in text
-    assert ", 0 with a record never offered, 0 with text beyond their records" in text
+    assert "audit, choose: " in text
+    assert ", 0 with a record it may not give, 0 with text beyond their records" in text
     assert len(stub.requests) > 0
     if behaviour is not _hostile:  # a model that never chooses: never a leak
-        row = next(line for line in text.splitlines() if line.startswith("ALL"))
+        model_part = text[text.index("== model stub"):]  # the matcher's table comes first
+        row = next(line for line in model_part.splitlines() if line.startswith("ALL"))
         assert row.split()[3] == "0.0%"
 
 
