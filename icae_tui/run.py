@@ -504,8 +504,9 @@ class Run:
             async with asyncio.timeout(seconds) as self._clock:
                 final = await agent.build(prd, session)
         except TimeoutError as err:
-            stop = AgentStop(StopReason.TIME_LIMIT, f"time limit of {seconds:g} s")
-            if self._clock is not None and not self._clock.expired():  # the agent's own timeout
+            if self._clock is not None and self._clock.expired():
+                stop = AgentStop(StopReason.TIME_LIMIT, f"time limit of {seconds:g} s")
+            else:  # the agent's own timeout (with no time limit set, the only kind there is)
                 stop = AgentStop(StopReason.INFRA_ERROR, f"timed out inside the agent: {err!r}")
             await self.emit(
                 AgentStopped(reason=stop.reason, detail=stop.detail, steps=session.steps)

@@ -201,9 +201,12 @@ def test_the_sample_batch_killed_halfway_resumes_on_docker_and_leaves_nothing(tm
         assert (pairing["agent"] == "scripted:good") == (overall["mean"] == 1.0), pairing
     client = docker.from_env()
     try:
-        boxes = client.containers.list(all=True, filters={"label": "icae.tool"})
-        left = [c.name for c in boxes if c.labels.get("icae.run") in run_ids]
-        images = [t for i in client.images.list() for t in i.tags if any(r in t for r in run_ids)]
+        # the low-level listing: the high-level one inspects each box after listing, and a box
+        # another test removes in between fails it with a 404
+        boxes = client.api.containers(all=True, filters={"label": "icae.tool"})
+        left = [b["Names"] for b in boxes if (b.get("Labels") or {}).get("icae.run") in run_ids]
+        tags = [t for i in client.api.images() for t in i.get("RepoTags") or []]
+        images = [t for t in tags if any(r in t for r in run_ids)]
     finally:
         client.close()
     assert left == [] and images == []  # the killed runs' boxes and deliveries too
