@@ -7,14 +7,20 @@ file-writing cases (`note`, with a fixture). Each suite runs three ways, plus th
 in-box path (`inside`: what a remote engine gets, sandbox/docker/inbox.py):
   engine   — this engine: pooled containers, reused when provably untouched, layer diffs,
              both sides concurrently, cases bounded by the machine-sized semaphore;
-  naive    — CLI-Tool-Bench style: one persistent container per side, the work folder restored
-             by copy before each case, `find`-based manifests before and after, oracle then
-             delivery one after the other;
+  naive    — CLI-Tool-Bench's harness as it is written, with docker-py's blocking API (in a
+             thread): one persistent container per side, the work folder restored by copy
+             before each case, fixtures and stdin put as tar archives (docker-py's exec cannot
+             send stdin: the command reads a file), `find`-based manifests before and after,
+             oracle then delivery one after the other;
   floor    — a bare `docker exec` of each case's command in already-running containers on
              both sides, same concurrency as the engine, no reset and no capture.
 Prints cases/second and the ratios `engine vs naive` and `floor vs engine`. Timing runs from
 the first case to the last result: the engine's pool warm-up is counted, the baselines'
 container start-up and every tear-down are not (in the baselines' favour).
+
+Then a scaling table (`--no-scale` skips it): the engine's cases/second on each suite at
+`--scale-sizes` cases with `--scale-runs` runs evaluating at once (N Evaluators over one
+sandbox, gathered; cases/second = every run's cases over the wall time of them all).
 
 `--remote` also starts a second engine on this machine, reached over TCP as a remote one is
 (tests/integration/second_engine.py: its own dockerd, data root and loopback port), and runs
@@ -27,10 +33,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
+
+import docker as dockerpy
+from docker.models.containers import Container as PyContainer
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -38,9 +49,9 @@ sys.path.insert(0, str(ROOT))
 from icae_tui.catalog import load_catalog  # noqa: E402
 from icae_tui.domain.task import Case, CaseRef, Split, Task  # noqa: E402
 from icae_tui.evaluation.differential import Evaluator, Sides, default_concurrency, invocation  # noqa: E402
-from icae_tui.sandbox.base import CasePath  # noqa: E402
+from icae_tui.sandbox.base import CasePath, Limits  # noqa: E402
 from icae_tui.sandbox.docker.backend import DockerSandbox  # noqa: E402
-from icae_tui.sandbox.docker.containers import container  # noqa: E402
+from icae_tui.sandbox.docker.containers import container, labels_for, make_tar  # noqa: E402
 from icae_tui.sandbox.docker.images import ensure_task_images  # noqa: E402
 
 SUITES = (("mixed (30% file-writing)", 0.3), ("stdout-only", 0.0))
@@ -65,10 +76,12 @@ def suite(task: Task, n: int, file_share: float) -> Task:
     return task.model_copy(update={"cases": refs})
 
 
-async def run_engine(sandbox, task: Task, sides: Sides, *, path: CasePath) -> tuple[float, int]:
+async def run_engine(
+    sandbox, task: Task, sides: Sides, *, path: CasePath, run_id: str = "bench-engine"
+) -> tuple[float, int]:
     started = time.perf_counter()
     passed = 0
-    async with Evaluator(sandbox, task, sides, run_id="bench-engine", path=path) as ev:
+    async with Evaluator(sandbox, task, sides, run_id=run_id, path=path) as ev:
         async for r in ev.run_cases(task.cases):
             passed += r.passed
         elapsed = time.perf_counter() - started  # pool warm-up counted; tear-down is not
@@ -78,33 +91,88 @@ async def run_engine(sandbox, task: Task, sides: Sides, *, path: CasePath) -> tu
 FIND_MANIFEST = "find / -xdev \\( -path /proc -o -path /sys -o -path /usr -o -path /var/lib \\) -prune -o -type f -newer /etc/hostname -print0 2>/dev/null | xargs -0 -r sha256sum"
 
 
-async def run_naive(docker, task: Task, sides: Sides) -> tuple[float, int]:
-    """One persistent container per side; restore by folder copy; find-based manifests."""
+PRISTINE = "/tmp/pristine"
+STDIN = "/tmp/stdin"
+
+
+def naive_box(client: dockerpy.DockerClient, image: str, role: str) -> PyContainer:
+    """A persistent container for one side, labelled as ours so the reaper may remove it."""
+    ttl = Limits().ttl_s  # it sleeps no longer than its labels say it may live
+    return client.containers.run(
+        image, ["sleep", str(ttl)], detach=True, network_mode="none",
+        labels=labels_for("bench-naive", role, ttl),
+    )  # fmt: skip
+
+
+def sh(box: PyContainer, command: str, workdir: str | None = None) -> tuple[int, bytes, bytes]:
+    res = box.exec_run(["bash", "-c", command], workdir=workdir, demux=True)
+    out, err = res.output
+    return res.exit_code, out or b"", err or b""
+
+
+def timed(command: str, timeout_s: float) -> str:
+    """In-box coreutils `timeout`: docker-py's exec has none, and a hang would stall the loop."""
+    return f"timeout -k 2 {timeout_s:g} bash -c {shlex.quote(command)}"
+
+
+def sh_ok(box: PyContainer, command: str) -> None:
+    """A step of the harness's own: its failing is a bug of the harness, not a finding."""
+    code, _, err = sh(box, command)
+    if code != 0:
+        raise RuntimeError(f"naive harness step failed ({code}): {command}: {err.decode()}")
+
+
+def naive_case(box: PyContainer, task: Task, ref: CaseRef) -> tuple[int, bytes, bool]:
+    """One case on one side: (exit code, stdout, whether the files changed)."""
     workdir = task.spec.cases.workdir
-    same = 0
-    async with (
-        container(docker, sides.oracle_image, run_id="bench-naive", role="oracle") as o,
-        container(docker, sides.delivery_image, run_id="bench-naive", role="delivery") as d,
-    ):
-        for c in (o, d):
-            await c.exec(f"cp -a {workdir} /tmp/pristine")
+    sh_ok(box, f"rm -rf {workdir} && cp -a {PRISTINE} {workdir}")
+    if ref.case.files:
+        box.put_archive(workdir, make_tar({p: t.encode() for p, t in ref.case.files.items()}))
+    if ref.case.prep:
+        sh(box, timed(ref.case.prep, 30), workdir)
+    command, stdin = invocation(task, ref)
+    source = "/dev/null"
+    if stdin is not None:  # exec_run has no stdin: the case's goes to a file first
+        box.put_archive("/", make_tar({STDIN: stdin}))
+        source = STDIN
+    _, before, _ = sh(box, FIND_MANIFEST)
+    # `exec <`: the whole command line reads the file, a pipeline's first stage included
+    line = f"exec < {source}; {command}"
+    code, out, _ = sh(box, timed(line, ref.case.timeout_s or task.spec.cases.timeout_s), workdir)
+    _, after, _ = sh(box, FIND_MANIFEST)
+    return code, out, before != after
+
+
+def naive(client: dockerpy.DockerClient, task: Task, sides: Sides) -> tuple[float, int]:
+    """The blocking harness: both sides' containers, then every case, oracle then delivery."""
+    boxes: list[PyContainer] = []
+    try:
+        for image, role in ((sides.oracle_image, "oracle"), (sides.delivery_image, "delivery")):
+            boxes.append(naive_box(client, image, role))
+            sh_ok(boxes[-1], f"cp -a {task.spec.cases.workdir} {PRISTINE}")
         started = time.perf_counter()  # its containers' start-up is not counted
+        same = 0
         for ref in task.cases:
-            command, stdin = invocation(task, ref)
-            outputs = []
-            for c in (o, d):  # oracle, then delivery
-                await c.exec(f"rm -rf {workdir} && cp -a /tmp/pristine {workdir}")
-                if ref.case.files:
-                    await c.put_files(
-                        {f"{workdir}/{p}": t.encode() for p, t in ref.case.files.items()}
-                    )
-                before = await c.exec(FIND_MANIFEST)
-                res = await c.exec(command, stdin=stdin, workdir=workdir, timeout_s=10)
-                after = await c.exec(FIND_MANIFEST)
-                outputs.append((res.exit_code, res.stdout, before.stdout != after.stdout))
-            same += outputs[0] == outputs[1]
-        elapsed = time.perf_counter() - started
-    return elapsed, same
+            oracle, delivery = [naive_case(box, task, ref) for box in boxes]  # in turn
+            same += oracle == delivery
+        return time.perf_counter() - started, same
+    finally:
+        for box in boxes:  # one failing still removes the other; the reaper knows the labels
+            with contextlib.suppress(dockerpy.errors.APIError):
+                box.remove(force=True)
+
+
+async def run_naive(task: Task, sides: Sides, *, host: str | None = None) -> tuple[float, int]:
+    """CLI-Tool-Bench's naive loop on the engine at `host` (default: the environment's)."""
+
+    def blocking() -> tuple[float, int]:
+        client = dockerpy.DockerClient(base_url=host) if host else dockerpy.from_env()
+        try:
+            return naive(client, task, sides)
+        finally:
+            client.close()
+
+    return await asyncio.to_thread(blocking)
 
 
 async def run_floor(docker, task: Task, sides: Sides) -> tuple[float, int]:
@@ -128,6 +196,59 @@ async def run_floor(docker, task: Task, sides: Sides) -> tuple[float, int]:
         return time.perf_counter() - started, same
 
 
+async def run_engines(sandbox, task: Task, sides: Sides, runs: int) -> tuple[float, int]:
+    """`runs` Evaluators at once over one sandbox, each with its own run_id, each judging
+    every case of `task`: (wall time of them all, cases agreeing over all runs)."""
+    started = time.perf_counter()
+    results = await asyncio.gather(
+        *(run_engine(sandbox, task, sides, path=CasePath.HOST, run_id=f"bench-scale-{i}")
+          for i in range(runs))
+    )  # fmt: skip
+    return time.perf_counter() - started, sum(ok for _, ok in results)
+
+
+def scale_table(name: str, rates: dict[int, dict[int, float]], runs: list[int]) -> str:
+    """Rows: cases per run; columns: runs at once; cells: cases/second over all runs."""
+    heads = [f"{n} run{'s' if n > 1 else ''}" for n in runs]
+    lines = [f"scaling, {name}: engine cases/s (rows: cases per run; columns: runs at once)",
+             f"  {'cases':>7}" + "".join(f"{h:>10}" for h in heads)]  # fmt: skip
+    for size, row in rates.items():
+        lines.append(f"  {size:>7,}" + "".join(f"{row[n]:>10.1f}" for n in runs))
+    return "\n".join(lines)
+
+
+async def run_scaling(sandbox, base: Task, sides: Sides, sizes: list[int], runs: list[int]) -> None:
+    """Cost as work grows: cases/second per suite, case count and runs at once."""
+    for name, share in SUITES:
+        rates: dict[int, dict[int, float]] = {}
+        judged = agree = 0
+        for size in sizes:
+            task = suite(base, size, share)
+            for n in runs:
+                elapsed, ok = await run_engines(sandbox, task, sides, n)
+                rates.setdefault(size, {})[n] = size * n / elapsed
+                judged, agree = judged + size * n, agree + ok
+        print(scale_table(name, rates, runs))
+        print(f"  ({agree}/{judged} judged cases agree)")
+        figures = {
+            str(k): {str(n): round(v, 2) for n, v in row.items()} for k, row in rates.items()
+        }
+        print(
+            json.dumps({"scaling": name, "cases_per_s": figures, "agree": agree, "judged": judged})
+        )
+
+
+def counts(text: str) -> list[int]:
+    """A comma list of positive counts: `50,200,1000`."""
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma list of counts: {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"counts must be 1 or more: {text!r}")
+    return values
+
+
 async def run_remote(url: str, base: Task, n_cases: int) -> dict[str, float]:
     """The engine and the naive baseline on the engine at `url`: remote engine vs naive."""
     sandbox = await DockerSandbox.open(host=url)
@@ -142,7 +263,7 @@ async def run_remote(url: str, base: Task, n_cases: int) -> dict[str, float]:
             figures = {}
             for way, coro in (("engine", run_engine(sandbox, task, sides, path=CasePath.HOST)),
                               ("changes", run_engine(sandbox, task, sides, path=CasePath.CHANGES)),
-                              ("naive", run_naive(docker, task, sides))):  # fmt: skip
+                              ("naive", run_naive(task, sides, host=url))):  # fmt: skip
                 elapsed, ok = await coro
                 figures[way] = n / elapsed
                 print(f"  remote {name:<19} {way:<9} {elapsed:6.2f} s  {n / elapsed:6.1f} cases/s"
@@ -162,6 +283,11 @@ async def main() -> None:
                     help="also measure the remote path, on a second engine over TCP")  # fmt: skip
     ap.add_argument("--remote-only", action="store_true",
                     help="only the remote path (skips the local suites)")  # fmt: skip
+    ap.add_argument("--scale-sizes", type=counts, default="50,200,1000",
+                    help="scaling table: cases per run (comma list)")  # fmt: skip
+    ap.add_argument("--scale-runs", type=counts, default="1,2,4",
+                    help="scaling table: runs evaluating at once (comma list)")  # fmt: skip
+    ap.add_argument("--no-scale", action="store_true", help="skip the scaling table")
     args = ap.parse_args()
     args.remote = args.remote or args.remote_only
     catalog = load_catalog(ROOT / "tests" / "fixtures" / "tasks")
@@ -183,7 +309,7 @@ async def main() -> None:
             for way, coro in (
                 ("engine", run_engine(sandbox, task, sides, path=CasePath.HOST)),
                 ("inside", run_engine(sandbox, task, sides, path=CasePath.INSIDE)),
-                ("naive", run_naive(docker, task, sides)),
+                ("naive", run_naive(task, sides)),
                 ("floor", run_floor(docker, task, sides)),
             ):
                 elapsed, ok = await coro
@@ -200,6 +326,8 @@ async def main() -> None:
                     {"suite": name, "cases_per_s": {k: round(v, 2) for k, v in figures.items()}}
                 )
             )
+        if not (args.no_scale or args.remote_only):
+            await run_scaling(sandbox, base, sides, args.scale_sizes, args.scale_runs)
     finally:
         await sandbox.close()
     if args.remote:
