@@ -14,13 +14,17 @@ import pytest
 
 from icae_tui.catalog import load_catalog
 from icae_tui.domain.task import Level
+from icae_tui.local_models.paths import models_dir
 from tests.gateway_upstream import KEY_ENV, REAL_KEY
 
 # The catalog's index (icae_tui/catalog_index.py) of every tasks folder a test loads goes to a
 # cache of this session's own, never the user's.
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="icae-test-cache-")
 atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], True)
-# local models (`icae models`) of the machine must not make entries ready in tests
+MACHINE_MODELS_ENV = "ICAE_TEST_MACHINE_MODELS_DIR"
+# local models (`icae models`) of the machine must not make entries ready in tests (but the
+# opt-in real-model tests, tests/test_real_local_model.py, take them from where they are)
+os.environ.setdefault(MACHINE_MODELS_ENV, str(models_dir()))  # once, before the override
 os.environ["ICAE_MODELS_DIR"] = tempfile.mkdtemp(prefix="icae-test-models-")
 atexit.register(shutil.rmtree, os.environ["ICAE_MODELS_DIR"], True)
 

@@ -1,8 +1,8 @@
 """Opt-in (`ICAE_LOCAL_MODEL_TESTS=1`, after `icae models install`): the real local model,
 not a stand-in — the model-mode user verifying records against it, and the built-in agent
-(`model:local`, with the verifying user) driving a short run of the fixture task `mini` on
-the processes backend (no engine; root for its mounts). Slow on a CPU (minutes); not in CI's
-required path. Opted in and the model missing: a failure, not a skip."""
+(`model:local`, with the hybrid user) driving a short run of the fixture task `mini` on the
+Docker engine (the agent reaches the gateway through its box's model proxy). Slow on a CPU
+(minutes); not in CI's required path. Opted in and the model missing: a failure, not a skip."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from icae_tui.domain.task import Level
 from icae_tui.local_models.catalog import DEFAULT_MODEL, MODELS
 from icae_tui.local_models.server import SERVERS, local_endpoint, not_ready
 from icae_tui.run import Run, RunConfig
-from icae_tui.sandbox import registry
 from icae_tui.users.model_user import DirectChat, ModelConfig, ModelUser
 from icae_tui.users.verifier import Verifier
+from tests.conftest import MACHINE_MODELS_ENV
 
 pytestmark = [
     pytest.mark.local_model,
@@ -29,7 +29,8 @@ pytestmark = [
 
 
 @pytest.fixture(autouse=True)
-def installed():
+def installed(monkeypatch):
+    monkeypatch.setenv("ICAE_MODELS_DIR", os.environ[MACHINE_MODELS_ENV])  # the suite hides them
     why = not_ready(MODELS[DEFAULT_MODEL])
     assert not why, why  # opted in: the model must be there
 
@@ -53,20 +54,17 @@ async def test_the_real_model_confirms_a_records_own_question_and_the_user_stays
 
 async def test_the_built_in_agent_drives_a_run_on_the_real_model(fixture_catalog, store, tmp_path,
                                                                 monkeypatch):  # fmt: skip
-    if os.geteuid() != 0:
-        pytest.fail("the processes backend needs root for its mounts")
-    monkeypatch.setenv(registry.UNSAFE_VAR, "1")
     agents = tmp_path / "agents.toml"
     agents.write_text(textwrap.dedent("""
         [agents.local-short]
         extends = "local"
-        limits = { max_steps = 4, max_model_calls = 6, timeout_s = 1200 }
+        limits = { max_steps = 4, max_model_calls = 6, max_seconds = 1200 }
     """))
     user = ModelConfig(model=DEFAULT_MODEL, base_url="", local_model=DEFAULT_MODEL,
                        timeout_s=300, mode=UserMode.HYBRID)  # fmt: skip
     config = RunConfig(task=fixture_catalog.tasks["mini"], agent="model:local-short",
                        level=Level.L1, user_model=user, agent_files=(agents,), pace_s=0,
-                       engine="processes")  # fmt: skip
+                       engine="docker")  # fmt: skip
     try:
         outcome = await Run(config, store).execute()
     finally:
