@@ -76,16 +76,32 @@ def suite(task: Task, n: int, file_share: float) -> Task:
     return task.model_copy(update={"cases": refs})
 
 
+VERDICTS: dict[str, dict[str, tuple]] = {}  # way -> case id -> what was judged, per suite
+
+
 async def run_engine(
-    sandbox, task: Task, sides: Sides, *, path: CasePath, run_id: str = "bench-engine"
-) -> tuple[float, int]:
+    sandbox, task: Task, sides: Sides, *, path: CasePath, run_id: str = "bench-engine",
+    way: str | None = None,
+) -> tuple[float, int]:  # fmt: skip
     started = time.perf_counter()
     passed = 0
+    seen: dict[str, tuple] = {}
     async with Evaluator(sandbox, task, sides, run_id=run_id, path=path) as ev:
         async for r in ev.run_cases(task.cases):
             passed += r.passed
+            seen[r.case_id] = (r.verdict, r.passed, *(_side(s) for s in (r.oracle, r.delivery)))
         elapsed = time.perf_counter() - started  # pool warm-up counted; tear-down is not
+    if way is not None:
+        VERDICTS[way] = seen
     return elapsed, passed
+
+
+def _side(run) -> tuple | None:
+    """What a path must agree on: exit, output, limits hit, side effects."""
+    if run is None:
+        return None
+    return (run.exit_code, run.stdout_sha256, run.stderr_sha256, run.timed_out,
+            run.left_running, run.changes_sha256)  # fmt: skip
 
 
 FIND_MANIFEST = "find / -xdev \\( -path /proc -o -path /sys -o -path /usr -o -path /var/lib \\) -prune -o -type f -newer /etc/hostname -print0 2>/dev/null | xargs -0 -r sha256sum"
@@ -201,7 +217,7 @@ async def run_engines(sandbox, task: Task, sides: Sides, runs: int) -> tuple[flo
     every case of `task`: (wall time of them all, cases agreeing over all runs)."""
     started = time.perf_counter()
     results = await asyncio.gather(
-        *(run_engine(sandbox, task, sides, path=CasePath.HOST, run_id=f"bench-scale-{i}")
+        *(run_engine(sandbox, task, sides, path=CasePath.SUPERVISED, run_id=f"bench-scale-{i}")
           for i in range(runs))
     )  # fmt: skip
     return time.perf_counter() - started, sum(ok for _, ok in results)
@@ -307,8 +323,9 @@ async def main() -> None:
             n = len(task.cases)
             figures = {}
             for way, coro in (
-                ("engine", run_engine(sandbox, task, sides, path=CasePath.HOST)),
-                ("inside", run_engine(sandbox, task, sides, path=CasePath.INSIDE)),
+                ("engine", run_engine(sandbox, task, sides, path=CasePath.SUPERVISED, way="engine")),
+                ("exec", run_engine(sandbox, task, sides, path=CasePath.HOST, way="exec")),
+                ("inside", run_engine(sandbox, task, sides, path=CasePath.INSIDE, way="inside")),
                 ("naive", run_naive(task, sides)),
                 ("floor", run_floor(docker, task, sides)),
             ):
@@ -319,7 +336,13 @@ async def main() -> None:
                 )
             local[name] = figures["engine"] / figures["naive"]
             print(f"{name}: engine vs naive: {local[name]:.1f}x")
-            print(f"{name}: floor vs engine: {figures['floor'] / figures['engine']:.1f}x")
+            print(f"{name}: engine vs floor: {figures['engine'] / figures['floor']:.2f}x")
+            print(f"{name}: exec (the per-case exec path) vs naive: "
+                  f"{figures['exec'] / figures['naive']:.1f}x, vs floor: "
+                  f"{figures['exec'] / figures['floor']:.2f}x")  # fmt: skip
+            same = all(VERDICTS[w] == VERDICTS["engine"] for w in ("exec", "inside"))
+            print(f"{name}: verdicts identical across engine, exec and inside: "
+                  f"{'yes' if same else 'NO'} ({len(VERDICTS['engine'])} cases)")  # fmt: skip
             print(f"{name}: inside vs naive: {figures['inside'] / figures['naive']:.1f}x")
             print(
                 json.dumps(

@@ -43,9 +43,10 @@ async def test_a_clean_box_released_while_two_takes_wait_reaches_the_second():
     a = await first  # box1; the refill after it starts box2
     waiters = [asyncio.ensure_future(pool.take()) for _ in range(2)]
     await _until(lambda: pool._waiting == 2)
-    pool.make.set()  # box2 reaches one waiter; with a in use, no third box is started
+    pool.make.set()  # box2 reaches one waiter (each waiter had a box started for it)
     await _until(lambda: sum(w.done() for w in waiters) == 1)
     await pool.release(a, after=None, result=None)  # type: ignore[arg-type]
     got = await asyncio.wait_for(asyncio.gather(*waiters), timeout=60)
     assert sorted(b.container for b in got) == ["box1", "box2"]  # type: ignore[comparison-overlap]
     assert pool.stats.reused == 1 and pool._clean == []
+    await pool.close()  # the third box, never made: cancelled

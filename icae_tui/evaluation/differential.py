@@ -133,7 +133,7 @@ class Evaluator:
         *,
         run_id: str,
         concurrency: int | None = None,
-        path: CasePath = CasePath.HOST,
+        path: CasePath = CasePath.SUPERVISED,
         oracle_runs: int | None = None,
     ) -> None:
         self.sandbox = sandbox

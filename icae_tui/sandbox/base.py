@@ -94,6 +94,7 @@ class CasePath(StrEnum):
     """How a case box is seen after its case, best first. A pool takes the best its engine
     allows, never a better one than asked (tests and benchmarks ask for each)."""
 
+    SUPERVISED = "supervised"  # as HOST, each case run by our supervisor already in the box
     HOST = "host"  # a local engine: layers, processes and /dev read from this host
     INSIDE = "inside"  # our static walker run in the box (any engine: `docker/inbox.py`)
     CHANGES = "changes"  # the engine's `/changes` and a manifest by the image's python3
@@ -326,7 +327,7 @@ class Sandbox(Protocol):
 
     def case_pool(
         self, image: str, *, run_id: str, role: Role, size: int, limits: Limits, workdir: str,
-        path: CasePath = CasePath.HOST,
+        path: CasePath = CasePath.SUPERVISED,
     ) -> CasePool: ...  # fmt: skip
 
     async def remove_image(self, image: str) -> None: ...

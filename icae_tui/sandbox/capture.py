@@ -48,6 +48,16 @@ class Capture:
         del self.tail[: max(0, len(self.tail) - self.tail_cap)]
 
 
+def feed_until(out: Capture, err: Capture, stream: int, chunk: bytes, limit: int | None) -> bool:
+    """`chunk` of `stream` (1 stdout, else stderr) fed, cut where both streams together pass
+    `limit` by one byte; whether they have. Cut there, what is kept of an overflowing case
+    does not depend on how its output was chunked on the way."""
+    if limit is not None:
+        chunk = chunk[: max(0, limit + 1 - out.total - err.total)]
+    (out if stream == 1 else err).feed(chunk)
+    return limit is not None and out.total + err.total > limit
+
+
 def exec_result(
     out: Capture,
     err: Capture,

@@ -442,7 +442,7 @@ class ProcessSandbox:
 
     def case_pool(
         self, image: str, *, run_id: str, role: Role, size: int, limits: Limits, workdir: str,
-        path: CasePath = CasePath.HOST,
+        path: CasePath = CasePath.SUPERVISED,
     ) -> CasePool:  # fmt: skip
         return ProcessCasePool(self, image, run_id=run_id, role=role)
 

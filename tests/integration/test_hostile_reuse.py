@@ -153,7 +153,10 @@ async def _run(task: Task, sides: Sides, path: CasePath = CasePath.HOST) -> list
     return [results[ref.id] for ref in task.cases]
 
 
-@pytest.fixture(params=[CasePath.HOST, CasePath.INSIDE], ids=["host", "inside"])
+@pytest.fixture(
+    params=[CasePath.SUPERVISED, CasePath.HOST, CasePath.INSIDE],
+    ids=["supervised", "host", "inside"],
+)
 def path(request) -> CasePath:
     """Both ways a box is proven untouched: from this host (a local engine), and by our
     walker inside it (any engine: what a remote one gets)."""

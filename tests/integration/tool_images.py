@@ -89,7 +89,7 @@ async def evaluate(
     *,
     run_id: str,
     concurrency: int = 1,
-    path: CasePath = CasePath.HOST,
+    path: CasePath = CasePath.SUPERVISED,
 ) -> dict[str, CaseResult]:
     """Every case of `task` judged against `sides` on the real engine: the results by case id,
     in the order they finished."""

@@ -420,11 +420,12 @@ class DockerSandbox:
 
     def case_pool(
         self, image: str, *, run_id: str, role: Role, size: int, limits: Limits, workdir: str,
-        path: CasePath = CasePath.HOST,
+        path: CasePath = CasePath.SUPERVISED,
     ) -> CasePool:  # fmt: skip
         return SidePool(
             self.docker, image, run_id=run_id, role=role, size=size, limits=limits,
-            fast=path is CasePath.HOST, in_box=path is not CasePath.CHANGES, workdir=workdir,
+            fast=path in (CasePath.SUPERVISED, CasePath.HOST), in_box=path is not CasePath.CHANGES,
+            supervised=path is CasePath.SUPERVISED, workdir=workdir,
         )  # fmt: skip
 
     async def remove_image(self, image: str) -> None:

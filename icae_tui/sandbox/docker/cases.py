@@ -12,6 +12,7 @@ plus a manifest made in the box. What the engine could not run or inspect comes 
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass, field
 
 import aiodocker
@@ -21,7 +22,7 @@ from icae_tui.domain.outcome import SideOutcome
 from icae_tui.domain.results import BoxState, SideRun
 from icae_tui.errors import BoxError
 from icae_tui.sandbox.base import DISPLAY_CAP, CaseCall, ExecResult
-from icae_tui.sandbox.docker.containers import Container
+from icae_tui.sandbox.docker.containers import Container, case_argv
 from icae_tui.sandbox.docker.disk import LayerWatch, full_bytes
 from icae_tui.sandbox.docker.hostview import ENGINE_NOISE, HostView, State
 from icae_tui.sandbox.docker.inbox import (
@@ -46,7 +47,10 @@ from icae_tui.sandbox.docker.sides import (
     walk_work,
     write_fixtures,
 )
+from icae_tui.sandbox.docker.supervisor import SupervisorLost
 from icae_tui.sandbox.effects import Change, Entry, FileChanges, to_file_changes
+
+log = logging.getLogger(__name__)
 
 # What the engine or a box can do to one side of a case: a refused or failed call, a box
 # gone, a freeze that did not take, a host view that could not be read.
@@ -81,11 +85,26 @@ async def run_case(pool: SidePool, call: CaseCall) -> SideOutcome:
 
 
 async def _run(pool: SidePool, call: CaseCall) -> SideOutcome:
-    workdir = call.workdir
     box: Box = await pool.take()
     if box.inside is not None:
         return await _run_inside(pool, box, box.inside, call)
+    try:
+        return await _run_host(pool, box, call, supervised=True)
+    except SupervisorLost as err:
+        # its box is discarded (the case did not end normally); a fresh one runs the case
+        # from the start by the engine's exec, the path every proof was made for first
+        log.info("%s case on %s: supervisor lost (%s): run again by exec",
+                 pool.role, box.container.id[:12], err)  # fmt: skip
+        pool.stats.supervisor_lost += 1
+        return await _run_host(pool, await pool.take(), call, supervised=False)
+
+
+async def _run_host(pool: SidePool, box: Box, call: CaseCall, *, supervised: bool) -> SideOutcome:
+    """The case on a box seen from the host (or, without a view, by the engine's
+    `/changes`), run by the box's supervisor when it has one and `supervised`."""
+    workdir = call.workdir
     c, view = box.container, box.view
+    supervisor = box.supervisor if supervised else None
     state: BoxState = "fallback" if view is None else ("reused" if box.cases_served else "fresh")
     res: ExecResult | None = None
     seen = _Aftermath()
@@ -113,10 +132,18 @@ async def _run(pool: SidePool, call: CaseCall) -> SideOutcome:
         keep = box.base_procs or {box.init_pid}
         stop = (lambda: kill_extras(view, keep)) if view is not None else (lambda: False)
         async with LayerWatch(view.upper if view else None, c.disk, stop) as watch:
-            res = await c.exec(
-                call.command, stdin=call.stdin, workdir=workdir, timeout_s=call.timeout_s,
-                cap_bytes=call.compare_cap, kill_after_bytes=call.output_limit,
-            )  # fmt: skip
+            if supervisor is not None:
+                res = await supervisor.run(
+                    case_argv(call.command, call.timeout_s), stdin=call.stdin, workdir=workdir,
+                    timeout_s=call.timeout_s, cap_bytes=call.compare_cap,
+                    kill_after_bytes=call.output_limit,
+                )  # fmt: skip
+                pool.stats.supervised += 1
+            else:
+                res = await c.exec(
+                    call.command, stdin=call.stdin, workdir=workdir, timeout_s=call.timeout_s,
+                    cap_bytes=call.compare_cap, kill_after_bytes=call.output_limit,
+                )  # fmt: skip
         try:
             if await _box_died(box, res):
                 seen = await _died(box)

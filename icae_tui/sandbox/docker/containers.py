@@ -24,7 +24,7 @@ import aiodocker
 
 from icae_tui.aio import complete_despite_cancel
 from icae_tui.sandbox.base import DiskBound, DiskGuard, ExecResult, Limits, OutputCallback
-from icae_tui.sandbox.capture import DEFAULT_ENV, Capture, exec_result
+from icae_tui.sandbox.capture import DEFAULT_ENV, Capture, exec_result, feed_until
 from icae_tui.sandbox.docker.disk import (
     LayerNotBounded,
     bound_layer,
@@ -64,6 +64,7 @@ class Container:
         # takes a moment to notice when they do not.
         self.init: Proc | None = None
         self.keepalive: Proc | None = None
+        self.on_remove: list[Callable[[], None]] = []  # what dies with it (a channel to it)
 
     async def running(self) -> bool | None:
         """Whether the engine says the container runs (a paused one does); None when it is
@@ -150,8 +151,7 @@ class Container:
         Past `kill_after_bytes` of output we stop reading and report `overflowed`: the
         caller must then discard the container, which kills what still runs in it.
         """
-        argv = ["bash", "-c", command] if isinstance(command, str) else list(command)
-        wrapped = ["timeout", "-k", "2", f"{timeout_s:g}", *argv] if in_box_timeout else argv
+        wrapped = case_argv(command, timeout_s) if in_box_timeout else as_argv(command)
         wrapped = [*(prefix or []), *wrapped]
         merged_env = {**DEFAULT_ENV, **(env or {})}
         ex = await self.raw.exec(
@@ -174,11 +174,7 @@ class Container:
                         msg = await stream.read_out()
                         if msg is None:
                             break
-                        (out if msg.stream == 1 else err).feed(msg.data)
-                        if (
-                            kill_after_bytes is not None
-                            and out.total + err.total > kill_after_bytes
-                        ):
+                        if feed_until(out, err, msg.stream, msg.data, kill_after_bytes):
                             overflowed = True
                             break
                         if on_output is not None:
@@ -212,11 +208,24 @@ class Container:
         """Force-remove; a cancel arriving meanwhile waits for the engine's answer first,
         so a cancelled run never leaves a container half-removed."""
 
+        for hook in self.on_remove:
+            hook()
+        self.on_remove.clear()
+
         async def delete() -> None:
             with contextlib.suppress(aiodocker.DockerError):
                 await self.raw.delete(force=True, v=True)
 
         await complete_despite_cancel(delete())
+
+
+def as_argv(command: str | list[str]) -> list[str]:
+    return ["bash", "-c", command] if isinstance(command, str) else list(command)
+
+
+def case_argv(command: str | list[str], timeout_s: float) -> list[str]:
+    """A command under its in-box coreutils `timeout` (SIGKILL 2 s after its SIGTERM)."""
+    return ["timeout", "-k", "2", f"{timeout_s:g}", *as_argv(command)]
 
 
 async def _exit_code(ex: aiodocker.execs.Exec, *, wait_s: float = 5.0) -> int | None:

@@ -40,10 +40,7 @@ import io
 import logging
 import os
 import platform
-import shutil
-import subprocess
 import tarfile
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -55,7 +52,7 @@ from icae_tui.errors import BoxError
 from icae_tui.sandbox.base import ExecResult, Role
 from icae_tui.sandbox.docker.containers import Container, labels_for
 from icae_tui.sandbox.docker.hostview import HASH_CAP
-from icae_tui.sandbox.docker.keepalive import KEEPALIVE_DIR, static_binaries
+from icae_tui.sandbox.docker.keepalive import KEEPALIVE_DIR, compile_static, static_binaries
 from icae_tui.sandbox.effects import Change, Entry
 
 log = logging.getLogger(__name__)
@@ -195,22 +192,11 @@ def host_tools() -> Tools | None:
     """The static init and busybox with the walker built here, or None (no gcc or static
     libc, no static tini/busybox): then remote boxes take the `/changes` path."""
     blobs = static_binaries()
-    cc = shutil.which("gcc") or shutil.which("cc")
-    if blobs is None or cc is None:
+    walker = compile_static(SOURCE)
+    if blobs is None or walker is None:
         log.info("no static tools for in-box walks (gcc or static tini/busybox missing)")
         return None
-    with tempfile.TemporaryDirectory(prefix="icae-walk-") as tmp:
-        binary = Path(tmp) / "walk"
-        try:
-            subprocess.run(
-                [cc, "-static", "-O2", "-o", str(binary), str(SOURCE)],
-                check=True, capture_output=True, timeout=120,
-            )  # fmt: skip
-        except (OSError, subprocess.SubprocessError) as err:
-            detail = getattr(err, "stderr", b"") or b""
-            log.info("cannot build the in-box walker: %s %s", err, detail.decode()[-300:])
-            return None
-        blobs["walk"] = binary.read_bytes()
+    blobs["walk"] = walker
     return Tools(blobs)
 
 

@@ -11,10 +11,14 @@ directory named by their digest and bind-mounted read-only at `/dev/.icae`: `/de
 runtime's tmpfs, never a path from the image. The copies are mode 0111: a process can run
 them but not read them, which makes the kernel mark it non-dumpable, so a case (root, but
 with no capabilities) can neither ptrace them nor write their memory through /proc.
+
+Where this host can build static C, the folder also holds our case supervisor
+(`assets/icae-super.c`, `supervisor.py`), which then runs a pooled box's cases.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import logging
@@ -22,6 +26,7 @@ import os
 import shutil
 import stat
 import struct
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -30,6 +35,8 @@ log = logging.getLogger(__name__)
 KEEPALIVE_DIR = "/dev/.icae"  # where the container sees the host directory
 INIT = f"{KEEPALIVE_DIR}/init"
 BUSYBOX = f"{KEEPALIVE_DIR}/busybox"  # busybox picks its applet from argv[1] only under this name
+SUPERVISOR = f"{KEEPALIVE_DIR}/super"
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
 
 _SOURCES: dict[str, tuple[str, ...]] = {
     "init": ("/usr/bin/tini-static", "/usr/bin/docker-init", "/usr/libexec/docker/docker-init"),
@@ -104,13 +111,54 @@ def static_binaries() -> dict[str, bytes] | None:
 
 
 @functools.cache
+def compile_static(source: Path) -> bytes | None:
+    """`source` (one C file of ours) built static here, or None without gcc and a static
+    libc: the caller then goes without that tool."""
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        log.info("no C compiler: %s is not built", source.name)
+        return None
+    # built once per source and compiler, kept in our home (a build takes a few tenths of
+    # a second, paid by the first box of every process otherwise)
+    real, text = os.path.realpath(cc), source.read_bytes()
+    cc_stat = os.stat(real)
+    key = hashlib.sha256(text + f"{real}:{cc_stat.st_size}:{cc_stat.st_mtime_ns}".encode())
+    cached = _home() / "built" / f"{source.stem}-{key.hexdigest()[:24]}"
+    if is_static_elf(str(cached)):
+        return cached.read_bytes()
+    with tempfile.TemporaryDirectory(prefix="icae-cc-") as tmp:
+        binary = Path(tmp) / source.stem
+        try:
+            subprocess.run(
+                [cc, "-static", "-O2", "-o", str(binary), str(source)],
+                check=True, capture_output=True, timeout=120,
+            )  # fmt: skip
+        except (OSError, subprocess.SubprocessError) as err:
+            detail = getattr(err, "stderr", b"") or b""
+            log.info("cannot build %s: %s %s", source.name, err, detail.decode()[-300:])
+            return None
+        built = binary.read_bytes()
+    with contextlib.suppress(OSError):  # no cache: built again next time
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        part = cached.with_name(f".{cached.name}.{os.getpid()}")
+        part.write_bytes(built)
+        os.replace(part, cached)  # atomic: a console racing us built the same bytes
+    return built
+
+
+@functools.cache
 def host_keepalive() -> Path | None:
     """The host directory to bind at KEEPALIVE_DIR, or None when the static binaries are
-    missing (`scripts/engine.sh` installs them): then no case box is ever reused."""
+    missing (`scripts/engine.sh` installs them): then no case box is ever reused. The case
+    supervisor joins them when it builds here (`ICAE_NO_SUPERVISOR=1`: never)."""
     blobs = static_binaries()
     if blobs is None:
         log.warning("no static tini/busybox on this host: case containers are never reused")
         return None
+    if not os.environ.get("ICAE_NO_SUPERVISOR"):
+        supervisor = compile_static(ASSETS / "icae-super.c")
+        if supervisor is not None:
+            blobs["super"] = supervisor
     return install_folder(blobs)
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -64,6 +65,7 @@ from icae_tui.sandbox.docker.hostview import (
 from icae_tui.sandbox.docker.inbox import Inside, Look, baseline, tools_volume, why_dirty
 from icae_tui.sandbox.docker.keepalive import KEEPALIVE_DIR, host_keepalive
 from icae_tui.sandbox.docker.sidefx import layer_diff
+from icae_tui.sandbox.docker.supervisor import Supervisor, SupervisorLost, binary_identity
 from icae_tui.sandbox.effects import Change, Entry
 
 log = logging.getLogger(__name__)
@@ -295,6 +297,7 @@ class Box:
     work_path: str | None = None  # fast path: the tmpfs work directory, in the container
     work_identity: WorkIdentity | None = None  # its device, inode, mode, owner, xattrs
     inside: Inside | None = None  # in-box path: the baseline our walker took
+    supervisor: Supervisor | None = None  # runs its cases (host path, where it builds)
     cases_served: int = 0
 
 
@@ -464,6 +467,28 @@ async def _keepalive_procs(
         await asyncio.sleep(0.005)
 
 
+async def _with_supervisor(box: Box, view: HostView, keepalive: Path, procs: set[int]) -> set[int]:
+    """The box's own processes with our supervisor started among them, when the keepalive
+    folder holds one; a supervisor that fails to start is told to end (the box then runs
+    its cases by exec), and a box where it will not end is not used at all."""
+    identity = binary_identity(keepalive)
+    if identity is None:
+        return procs
+    try:
+        supervisor = await Supervisor.start(box.container, view, identity, procs)
+    except SupervisorLost as err:
+        log.info("box %s: no supervisor (%s)", box.container.id[:12], err)
+        deadline = time.monotonic() + 5.0
+        while (view.procs() or set()) - procs:  # it ends at the end of its closed channel
+            if time.monotonic() > deadline:
+                raise BoxError(f"a failed supervisor would not end in {box.container.id[:12]}") from err
+            await asyncio.sleep(0.005)
+        return procs
+    box.supervisor = supervisor
+    box.container.on_remove.append(supervisor.close)
+    return procs | {supervisor.host_pid}
+
+
 def host_snapshot(box: Box) -> tuple[dict[str, Entry], dict[str, State]]:
     """The writable layer, `/dev` and the /etc mounts as they are now (after a `prep`)."""
     assert box.view is not None
@@ -521,11 +546,16 @@ _twins: dict[tuple[str, str], Inside] = {}
 _twin_locks: dict[tuple[tuple[str, str], int], asyncio.Lock] = {}  # per event loop
 
 
+MAKE_AT_ONCE = int(os.environ.get("ICAE_MAKE_AT_ONCE", "2"))
+
+
 @dataclass
 class SideStats:
     created: int = 0
     reused: int = 0
     discarded: int = 0
+    supervised: int = 0  # cases run by a box's supervisor (the rest: by an engine exec)
+    supervisor_lost: int = 0  # cases its supervisor failed, run again by exec
     dirty_reasons: dict[str, int] = field(default_factory=dict)
 
 
@@ -541,9 +571,11 @@ class SidePool:
         limits: Limits = CASE_LIMITS,
         fast: bool = True,
         in_box: bool = True,
+        supervised: bool = True,
         workdir: str = "/",
     ) -> None:
         self.docker = docker
+        self.supervised = supervised  # with a host view: cases run by our supervisor in the box
         self.in_box = in_box  # without the host path: our walker in the box, where it serves
         self.tools: str | None = None  # the engine's volume of our tools, once found
         self._twin_key: tuple[str, str] | None = None  # engine and image id
@@ -559,6 +591,13 @@ class SidePool:
         self._waiting = 0  # take()s blocked on _ready: a clean box released goes to them
         self._ready: asyncio.Queue[Box | BaseException] = asyncio.Queue()
         self._filling = 0
+        self._in_use = 0  # taken and not yet released
+        # boxes made ahead of need: none while boxes come back clean (each case then finds
+        # one), as many as cases at once after a discard (each may need a new box soon)
+        self._spares = 0
+        # boxes made at once: made all together they are all ready late (the engine and
+        # the machine share out the work); a few at a time, the first cases start early
+        self._make_gate = asyncio.Semaphore(MAKE_AT_ONCE)
         self._tasks: set[asyncio.Task[None]] = set()
         self._making: set[asyncio.Task[None]] = set()  # the subset that creates boxes
         self._closed = False
@@ -601,14 +640,19 @@ class SidePool:
     def _refill(self) -> None:
         if self._closed:
             return
-        want = self.size - (self._ready.qsize() + self._filling + len(self._clean))
+        coming = self._ready.qsize() + self._filling
+        want = max(
+            self.size + self._spares - (coming + len(self._clean) + self._in_use),
+            self._waiting - coming,  # every take() blocked has a box on its way
+        )
         for _ in range(max(0, want)):
             self._filling += 1
             self._spawn(self._make(), making=True)
 
     async def _make(self) -> None:
         try:
-            box = await self._new_box()
+            async with self._make_gate:
+                box = await self._new_box()
         except BaseException as err:  # surfaces in take(), not lost in a background task
             self._filling -= 1
             self._ready.put_nowait(err)
@@ -625,8 +669,12 @@ class SidePool:
         inside = self.tools is not None
         tmpfs = {self.workdir: WORKDIR_TMPFS} if self.fast or inside else None
         keepalive = await asyncio.to_thread(host_keepalive) if self.fast else None
+        limits = self.limits
+        if keepalive is not None and self.supervised and binary_identity(keepalive) is not None:
+            # the supervisor's own pid: a case keeps the budget it has without one
+            limits = dataclasses.replace(limits, pids=limits.pids + 1)
         c = await create_container(
-            self.docker, self.image, run_id=self.run_id, role=self.role, limits=self.limits,
+            self.docker, self.image, run_id=self.run_id, role=self.role, limits=limits,
             workdir=self.workdir, tmpfs=tmpfs, keepalive=keepalive, keepalive_volume=self.tools,
         )  # fmt: skip
         self.stats.created += 1
@@ -641,6 +689,8 @@ class SidePool:
                 raise BoxError("the engine's layers are not readable from this host")
             if view is not None:
                 procs, box.trusted_keepalive = await _keepalive_procs(view, box.init_pid, keepalive)
+                if box.trusted_keepalive and keepalive is not None and self.supervised:
+                    procs = await _with_supervisor(box, view, keepalive, procs)
                 await asyncio.to_thread(self._baseline, box, procs)
             else:
                 # taken while the pool fills, so a case pays for one `/changes`, not two
@@ -696,16 +746,19 @@ class SidePool:
         if self._clean:
             box = self._clean.pop()
             self.stats.reused += 1
+            self._in_use += 1
             return box
-        self._refill()
         self._waiting += 1
+        self._refill()
         try:
             item = await self._ready.get()
         finally:
             self._waiting -= 1
-        self._refill()
         if isinstance(item, BaseException):
+            self._refill()
             raise item
+        self._in_use += 1
+        self._refill()
         return item
 
     async def release(
@@ -722,9 +775,12 @@ class SidePool:
         try:
             clean = await self._untouched(box, after, result, look)
         except BaseException:  # cancelled (or failed) while checking: the box must not be lost
+            self._in_use -= 1
             self.stats.discarded += 1
             self._spawn(box.container.remove())
             raise
+        self._in_use -= 1
+        self._spares = max(0, self._spares - 1) if clean else self.size
         if clean and not self._closed and self._waiting > self._ready.qsize():
             # a take() is blocked on the queue: in the clean list it would never see this box
             # (the refill counts it as supply), so every waiter could hang with boxes idle
@@ -775,7 +831,9 @@ class SidePool:
         if box.lingering or view.process_count() != box.base_pids:
             return "a process was left behind"
         if proc_identity(view.procs() or set()) != box.base_ident:
-            return "the init or the keepalive changed"
+            return "the init, the keepalive or the supervisor changed"
+        if box.supervisor is not None and (box.supervisor.broken or box.supervisor.stopped()):
+            return "the supervisor was stopped or left mid-case"
         if view.oom_kills() != box.base_oom or view.pids_limit_hits() != box.base_pid_hits:
             return "memory or process limit hit"
         try:
