@@ -3,10 +3,13 @@
     python benchmarks/differential.py [--cases 50] [--remote | --remote-only]
 
 Suites are built from the `mini` fixture task: stdout-only cases (`upper`, `count`) and
-file-writing cases (`note`, with a fixture). Each suite runs three ways, plus the engine's
-in-box path (`inside`: what a remote engine gets, sandbox/docker/inbox.py):
+file-writing cases (`note`, with a fixture). Each suite runs three ways, plus two other paths
+of the engine (`exec`: the same engine with an engine exec per case instead of the box's
+supervisor, as it was before the supervisor; `inside`: what a remote engine gets,
+sandbox/docker/inbox.py):
   engine   — this engine: pooled containers, reused when provably untouched, layer diffs,
-             both sides concurrently, cases bounded by the machine-sized semaphore;
+             both sides concurrently, cases bounded by the machine-sized semaphore, each
+             case one request to the supervisor in its box (sandbox/docker/supervisor.py);
   naive    — CLI-Tool-Bench's harness as it is written, with docker-py's blocking API (in a
              thread): one persistent container per side, the work folder restored by copy
              before each case, fixtures and stdin put as tar archives (docker-py's exec cannot
@@ -14,7 +17,9 @@ in-box path (`inside`: what a remote engine gets, sandbox/docker/inbox.py):
              oracle then delivery one after the other;
   floor    — a bare `docker exec` of each case's command in already-running containers on
              both sides, same concurrency as the engine, no reset and no capture.
-Prints cases/second and the ratios `engine vs naive` and `floor vs engine`. Timing runs from
+Prints cases/second, the ratios `engine vs naive` and `engine vs floor` (and exec's), and
+whether every case got the same verdict, output, exit and side effects on engine, exec and
+inside (the verdicts must be identical across paths). Timing runs from
 the first case to the last result: the engine's pool warm-up is counted, the baselines'
 container start-up and every tear-down are not (in the baselines' favour).
 

@@ -2,6 +2,11 @@
 a snapshot, the case under its timeout and output cap, then what it left — processes, the
 limits it hit, its box's death, a full disk — and its side effects.
 
+With a local engine the case is run by the box's supervisor (`supervisor.py`: one request on
+a stream opened when the box was made) where the pool is supervised, else by an engine exec.
+A supervisor that loses the case (killed, stopped, silent, unable to start it) costs its box,
+and the case runs again from the start, by exec, in another.
+
 With a host view (a local engine) everything after the case is read from the host, off the
 event loop; without one (a remote engine) our own walker reports from inside the box
 (`inbox.py`), and where it cannot serve, side effects come from the engine's `/changes`
@@ -133,11 +138,16 @@ async def _run_host(pool: SidePool, box: Box, call: CaseCall, *, supervised: boo
         stop = (lambda: kill_extras(view, keep)) if view is not None else (lambda: False)
         async with LayerWatch(view.upper if view else None, c.disk, stop) as watch:
             if supervisor is not None:
-                res = await supervisor.run(
-                    case_argv(call.command, call.timeout_s), stdin=call.stdin, workdir=workdir,
-                    timeout_s=call.timeout_s, cap_bytes=call.compare_cap,
-                    kill_after_bytes=call.output_limit,
-                )  # fmt: skip
+                try:
+                    res = await supervisor.run(
+                        case_argv(call.command, call.timeout_s), stdin=call.stdin,
+                        workdir=workdir, timeout_s=call.timeout_s, cap_bytes=call.compare_cap,
+                        kill_after_bytes=call.output_limit,
+                    )  # fmt: skip
+                except SupervisorLost:
+                    if await c.running() is None:  # the box itself is gone: engine trouble
+                        raise BoxError(f"No such container: {c.id} (gone mid-case)") from None
+                    raise
                 pool.stats.supervised += 1
             else:
                 res = await c.exec(
