@@ -16,7 +16,8 @@ sandbox/docker/inbox.py):
              send stdin: the command reads a file), `find`-based manifests before and after,
              oracle then delivery one after the other;
   floor    — a bare `docker exec` of each case's command in already-running containers on
-             both sides, same concurrency as the engine, no reset and no capture.
+             both sides, no reset and no capture, at the exec path's concurrency (twice the
+             supervised engine's: a bare exec mostly waits on the engine).
 Prints cases/second, the ratios `engine vs naive` and `engine vs floor` (and exec's), and
 whether every case got the same verdict, output, exit and side effects on engine, exec and
 inside (the verdicts must be identical across paths). Timing runs from
@@ -201,7 +202,8 @@ async def run_floor(docker, task: Task, sides: Sides) -> tuple[float, int]:
         container(docker, sides.oracle_image, run_id="bench-floor", role="oracle") as o,
         container(docker, sides.delivery_image, run_id="bench-floor", role="delivery") as d,
     ):
-        gate = asyncio.Semaphore(default_concurrency())
+        # the exec path's concurrency (twice the engine's here): the floor at its best
+        gate = asyncio.Semaphore(default_concurrency(CasePath.HOST))
 
         async def one(ref: CaseRef) -> bool:
             command, stdin = invocation(task, ref)
@@ -321,7 +323,8 @@ async def main() -> None:
         # the delivery is the oracle's twin: same image, so every case must pass
         sides = Sides(oracle_image=images.oracle, delivery_image=images.oracle)
         print(
-            f"machine: concurrency {default_concurrency()} cases in flight; {args.cases} cases per suite"
+            f"machine: {default_concurrency()} cases in flight (engine), "
+            f"{default_concurrency(CasePath.HOST)} (exec, inside, floor); {args.cases} cases per suite"
         )
         for name, share in () if args.remote_only else SUITES:
             task = suite(base, args.cases, share)

@@ -50,9 +50,12 @@ class Sides:
     delivery_image: str
 
 
-def default_concurrency() -> int:
-    """Cases in flight at once: container work is mostly waiting on the engine."""
-    return max(2, min(8, 2 * (os.cpu_count() or 1)))
+def default_concurrency(path: CasePath = CasePath.SUPERVISED) -> int:
+    """Cases in flight at once. Run by a box's supervisor, a case is this machine's CPU work
+    (one per core: more only adds boxes to make, measured in benchmarks/differential.py);
+    by an engine exec or from inside a remote box, it is mostly waiting on the engine."""
+    cores = os.cpu_count() or 1
+    return max(2, min(8, cores if path is CasePath.SUPERVISED else 2 * cores))
 
 
 CASE_TTL_S = 1800  # a case box outlives its run only if the run crashed
@@ -138,7 +141,7 @@ class Evaluator:
     ) -> None:
         self.sandbox = sandbox
         self.task = task
-        self.concurrency = concurrency or default_concurrency()
+        self.concurrency = concurrency or default_concurrency(path)
         # judged against the stored expected outputs (evaluation/expected.py): no oracle runs
         self.against_expected = task.spec.cases.reference is Reference.EXPECTED
         runs = oracle_runs or task.spec.cases.oracle_runs
