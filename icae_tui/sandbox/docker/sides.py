@@ -546,7 +546,7 @@ _twins: dict[tuple[str, str], Inside] = {}
 _twin_locks: dict[tuple[tuple[str, str], int], asyncio.Lock] = {}  # per event loop
 
 
-MAKE_AT_ONCE = int(os.environ.get("ICAE_MAKE_AT_ONCE", "2"))
+MAKE_AT_ONCE = 2  # boxes a pool makes at once (see SidePool._make_gate)
 
 
 @dataclass
