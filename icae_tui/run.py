@@ -67,6 +67,7 @@ from icae_tui.evaluation.gate import (
     freeze,
     start_icae_wire_forwarders,
     start_model_proxy,
+    start_package_proxy,
 )
 from icae_tui.evaluation.ladder import scored
 from icae_tui.evaluation.review import with_review
@@ -88,6 +89,8 @@ from icae_tui.gateway import (
     load_calls,
 )
 from icae_tui.gateway import serving as gateway_serving
+from icae_tui.packages import MANIFEST_FILE, PackageGateway, PackageMode, Policy, load_manifest
+from icae_tui.packages import serving as packages_serving
 from icae_tui.runlog import Display, RunLog
 from icae_tui.sandbox.base import Box, BoxSpec, DiskGuard, Role, Sandbox, TaskImages
 from icae_tui.sandbox.base import Limits as BoxLimits
@@ -150,6 +153,10 @@ class RunConfig:
     # does, once this process is gone or its day has passed).
     keep_delivery: bool = False
     engine: str = DEFAULT_ENGINE  # a sandbox backend, or an entry of the engines file
+    # The package gateway (packages/): live registries (kept in the host's cache), the cache
+    # only (offline, the same bytes: with model_replay, those that run was served), or none.
+    packages: PackageMode = PackageMode.LIVE
+    packages_budget_mb: int | None = None  # None: the task's `[packages] budget_mb`
     # sweep what dead runs left on the engine before starting; a batch sweeps once, itself
     sweep: bool = True
 
@@ -161,6 +168,13 @@ class RunConfig:
             raise ValueError(f"concurrency must be at least 1, not {self.concurrency}")
         if self.pace_s is not None and self.pace_s < 0:
             raise ValueError(f"pace must be 0 s or more, not {self.pace_s}")
+        if self.packages_budget_mb is not None and self.packages_budget_mb < 0:
+            raise ValueError(f"packages budget must be 0 MiB or more, not {self.packages_budget_mb}")
+        try:
+            self.packages = PackageMode(self.packages)
+        except ValueError:
+            modes = ", ".join(PackageMode)
+            raise ValueError(f"packages must be one of {modes}: {self.packages!r}") from None
         if not 2 <= self.icae_wire_port <= 65534:  # its init and stats ports are beside it
             raise ValueError(f"icae_wire_port must be 2 to 65534, not {self.icae_wire_port}")
         try:
@@ -449,25 +463,35 @@ class Run:
             serving(channel, task_id=task.id, icae_port=cfg.icae_wire_port) as ask_server,
             self._model_gateway(agent) as gateway,
             self._user_gateway() as user_gateway,
+            self._package_gateway(self.config.packages) as packages,
         ):
             if user_gateway is not None and self._model_user is not None:
                 user_endpoint = GatewayEndpoint(user_gateway.socket_path, user_gateway.token)
                 self._model_user.endpoint = user_endpoint
                 stack.push_async_callback(user_endpoint.close)
             channels = [ask_server.box_channel] + ([gateway.box_channel] if gateway else [])
+            channels += [packages.box_channel] if packages else []
             agent_box = await sandbox.create_box(BoxSpec(
                 image=image, run_id=self.run_id, role=Role.AGENT, workdir=workspace,
                 channels=tuple(channels), limits=_box_limits(agent, task),
             ))  # fmt: skip
             try:
                 await agent_box.put_files({ASK_TOOL: icae_ask_script()}, mode=0o755)
+                env: dict[str, str] = {}
+                if gateway is not None:
+                    env = await start_model_proxy(agent_box, gateway)
+                if packages is not None:
+                    package_env, why = await start_package_proxy(agent_box, packages)
+                    env |= package_env
+                    if why:
+                        await self.emit(Progress(message=why))
+                # after the forwarders: the agent's clock starts with its session
                 session = AgentSession(
                     self.emit, agent_box, workspace, channel,
                     secret_env=cfg.secret_env, limits=agent.limits,
                     records_dir=self.log.report_path.parent, gate=self.gate,
                 )  # fmt: skip
-                if gateway is not None:
-                    session.env = await start_model_proxy(agent_box, gateway)
+                session.env = env
                 prd = task.prd[cfg.level]
                 if cfg.icae_wire:
                     await start_icae_wire_forwarders(
@@ -534,6 +558,28 @@ class Run:
         )  # fmt: skip
         await asyncio.sleep(0)  # let queued progress events land in order
         return image
+
+    def _package_gateway(
+        self, mode: PackageMode
+    ) -> contextlib.AbstractAsyncContextManager[PackageGateway | None]:
+        """The run's package gateway (none in mode off). Its events are the run's; what it
+        serves is listed in the run's packages.jsonl. In cache mode a model replay gets what
+        the replayed run was served, and the build gate what this run was."""
+        if mode is PackageMode.OFF:
+            return contextlib.nullcontext(None)
+        task = self.config.task
+        budget = self.config.packages_budget_mb
+        policy = Policy.of(task.spec.packages, task.id,
+                           None if budget is None else budget * 1024 * 1024)  # fmt: skip
+        pinned: dict[str, str] = {}
+        if self.config.model_replay:
+            pinned = load_manifest(self.store.artifacts_dir / self.config.model_replay
+                                   / MANIFEST_FILE)  # fmt: skip
+        manifest = self.log.report_path.parent / MANIFEST_FILE
+        if mode is PackageMode.CACHE and manifest.is_file():  # the build gate: ours first
+            pinned |= load_manifest(manifest)
+        manifest.parent.mkdir(parents=True, exist_ok=True)
+        return packages_serving(mode, policy, record=self.emit, manifest=manifest, pinned=pinned)
 
     def _model_gateway(
         self, agent: Agent
@@ -699,7 +745,11 @@ class Run:
         if missing:
             build = BuildChecked(ok=False, exit_code=None, reason=f"no delivery: {missing}")
         else:
-            build = await build_gate(sandbox, task, delivery_image, run_id=self.run_id)
+            # offline, from what the run was served: a lockfile install gets the same bytes
+            mode = PackageMode.OFF if cfg.packages is PackageMode.OFF else PackageMode.CACHE
+            async with self._package_gateway(mode) as packages:
+                build = await build_gate(sandbox, task, delivery_image, run_id=self.run_id,
+                                         packages=packages)  # fmt: skip
         await self.emit(build)
         await self.emit(
             CasesPlanned(

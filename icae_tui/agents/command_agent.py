@@ -20,6 +20,7 @@ from pathlib import Path
 
 from icae_tui.agents.base import AgentContext
 from icae_tui.agents.config import CommandAgentConfig, model_need
+from icae_tui.agents.network import network_note
 from icae_tui.agents.parsers import AgentEnd, NativeTrace, parser_for
 from icae_tui.domain.agent import AgentNeeds, AgentStop, ImageNeed, PauseMethod
 from icae_tui.domain.events import AgentOutput, Event
@@ -32,7 +33,7 @@ ANSWER_FILE = f"{ICAE_DIR}/answer.md"
 LOG_DIR = f"{ICAE_DIR}/logs"
 HOME = "/root"  # the agent runs as root: `~/` in an entry's file paths
 PLACEHOLDERS = ("prompt_file", "answer_file", "workspace", "model", "openai_base_url",
-                "anthropic_base_url", "log_dir", "budget", "version")  # fmt: skip
+                "anthropic_base_url", "log_dir", "budget", "version", "network")  # fmt: skip
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
 DEFAULT_TIMEOUT_S = 3600.0  # an entry without a time limit still ends
 FLOOD_BYTES = 64 * 1024 * 1024  # of output: past it the agent is stopped
@@ -70,7 +71,7 @@ class CommandAgent:
             "model": self.settings.model, "log_dir": LOG_DIR, "budget": str(ctx.budget),
             "openai_base_url": env.get("OPENAI_BASE_URL", ""),
             "anthropic_base_url": env.get("ANTHROPIC_BASE_URL", ""),
-            "version": self.settings.version,
+            "version": self.settings.version, "network": network_note(env),
         }  # fmt: skip
 
     def _prompt(self, prd: str, values: dict[str, str]) -> str:

@@ -35,6 +35,7 @@ from icae_tui.agents.base import AgentContext
 from icae_tui.agents.config import ModelAgentConfig, model_need
 from icae_tui.agents.constrain import REPLY_TEMPLATES, ReplyConstraint, extra_body
 from icae_tui.agents.endpoint import EndpointRefused
+from icae_tui.agents.network import network_note
 from icae_tui.agents.replies import Action, ActionKind, Reading, check_command, read_reply
 from icae_tui.domain.agent import AgentNeeds, AgentStop
 from icae_tui.domain.events import AgentStreamed, Progress
@@ -173,7 +174,8 @@ class ModelAgent:
 
     def _messages(self, prd: str, ctx: AgentContext) -> list[dict[str, Any]]:
         folder = Path(self.settings.prompts) if self.settings.prompts else None
-        values = {"workspace": ctx.workspace, "budget": ctx.budget, "prd": prd}
+        values = {"workspace": ctx.workspace, "budget": ctx.budget, "prd": prd,
+                  "network": network_note(ctx.env)}  # fmt: skip
         reply = _template(REPLY_TEMPLATES[self.settings.constrain_reply], folder)
         values["reply_format"] = reply.format(**values).rstrip("\n")
         return [

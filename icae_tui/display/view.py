@@ -47,6 +47,8 @@ from icae_tui.domain.events import (
     Event,
     EventsDropped,
     ModelCallMade,
+    PackageRefused,
+    PackageServed,
     PhaseChanged,
     Progress,
     QuestionAnswered,
@@ -159,6 +161,7 @@ class RunView:
     interaction: InteractionMetrics | None = None  # once the run is over
     model: ModelUsage = field(default_factory=lambda: ModelUsage())  # the model calls so far
     calls: list[ModelCallMade] = field(default_factory=list)  # each call, for the calls screen
+    packages: list[PackageServed] = field(default_factory=list)  # what the gateway served
     # the agent: its steps (see `usage`) and its wall clock (the generate phase)
     steps: int | None = None
     agent_t0: float | None = None  # when the generate phase began
@@ -329,6 +332,11 @@ class RunView:
                 self.head_rev += 1
                 bad = ev.call_kind != "ok" or ev.infra_failures
                 self._line("model", w.model_call_line(ev), style="warn" if bad else "muted")
+            case PackageServed():
+                self.packages.append(ev)
+                self._line("package", w.package_line(ev), style="muted")
+            case PackageRefused():
+                self._line("package", w.package_refused_line(ev), style="warn")
             case AgentPaused() | AgentResumed():
                 self._paused(ev)
             case AgentStopped():

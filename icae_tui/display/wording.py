@@ -25,6 +25,8 @@ from icae_tui.domain.events import (
     CasesPlanned,
     EventsDropped,
     ModelCallMade,
+    PackageRefused,
+    PackageServed,
     PhaseChanged,
     QuestionAnswered,
     QuestionAsked,
@@ -195,6 +197,28 @@ def model_call_line(ev: ModelCallMade) -> str:
     tail = f" · {ev.latency_s:.2f}s{tools}{retries}"
     problem = f" — {ev.stop_reason or ev.error}" if (ev.stop_reason or ev.error) else ""
     return head + tail + problem
+
+
+def package_line(ev: PackageServed) -> str:
+    """`   package pypi six 1.16.0 · 10.8 KiB · sha256 8abb2f1d86890a2d · upstream`."""
+    version = f" {ev.version}" if ev.version else ""
+    return printable(
+        f"   package {ev.ecosystem} {ev.name}{version} · {_size(ev.size)} · sha256 "
+        f"{ev.sha256[:16]} · {ev.source} · {_size(ev.total_bytes)} in all",
+        limit=LINE_LIMIT,
+    )
+
+
+def package_refused_line(ev: PackageRefused) -> str:
+    """`   package refused (403): npm:left-pad is denied by task …'s [packages] deny list`."""
+    return printable(f"   package refused ({ev.status}): {ev.reason}", limit=LINE_LIMIT)
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("MiB", 1024**2), ("KiB", 1024)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
 
 
 def model_usage(calls: int, tokens_in: int, tokens_out: int, cost: float | None) -> str:

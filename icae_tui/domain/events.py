@@ -18,13 +18,14 @@ from icae_tui.domain.states import (
     AnsweredBy,
     FailureKind,
     ModelRole,
+    PackageSource,
     Phase,
     ResponderMode,
     RunStatus,
     StopReason,
     Stream,
 )
-from icae_tui.domain.task import Reference
+from icae_tui.domain.task import Ecosystem, Reference
 
 
 class Event(BaseModel):
@@ -160,6 +161,33 @@ class ModelCallMade(Event):
     tool_calls: list[str] = Field(default_factory=list)
     error: str | None = None
     stop_reason: str | None = None
+
+
+class PackageServed(Event):
+    """One artifact (a wheel, an sdist, an npm tarball) the run's package gateway served to
+    the agent's box; its bytes are in the host's content-addressed cache under `sha256`."""
+
+    kind: Literal["package"] = "package"
+    ecosystem: Ecosystem
+    name: str
+    version: str = ""
+    filename: str
+    size: int
+    sha256: str
+    source: PackageSource
+    total_bytes: int = 0  # the run's artifacts so far, this one included
+
+
+class PackageRefused(Event):
+    """A registry request the package gateway would not answer: a name the task does not
+    allow, the run's byte budget spent, a miss in cache mode, the registry unreachable."""
+
+    kind: Literal["package_refused"] = "package_refused"
+    ecosystem: Ecosystem | None = None
+    name: str = ""
+    path: str
+    status: int
+    reason: str
 
 
 class AgentPaused(Event):
@@ -321,6 +349,8 @@ AnyEvent = Annotated[
     | AgentOutput
     | AgentCommandDone
     | ModelCallMade
+    | PackageServed
+    | PackageRefused
     | AgentPaused
     | AgentResumed
     | AgentStopped

@@ -85,3 +85,16 @@ class StopReason(StrEnum):
     INFRA_ERROR = "infra_error"  # the endpoint failed after retries: not the agent's fault
     BOX_DIED = "box_died"  # every process of its box ended (`kill -9 -1`): its own doing
     DISK_LIMIT = "disk_limit"  # its box's writable layer is full
+
+
+class PackageMode(StrEnum):
+    """Where a run's package gateway (packages/) answers from."""
+
+    LIVE = "live"  # the registries (each body kept in the host's cache); the cache if they fail
+    CACHE = "cache"  # only the cache: offline, the same bytes as before
+    OFF = "off"  # no gateway: nothing can be installed
+
+
+class PackageSource(StrEnum):
+    UPSTREAM = "upstream"  # fetched from the registry for this request (and cached)
+    CACHE = "cache"  # the host's package cache answered

@@ -75,6 +75,32 @@ PINNED_PACKAGE = (
 )
 
 
+class Ecosystem(StrEnum):
+    """A package registry's ecosystem, as the package gateway (packages/) serves it."""
+
+    PYPI = "pypi"
+    NPM = "npm"
+
+
+# A declared dependency: `pip:NAME` with an optional PEP 440 specifier (`pip:PyYAML>=6`,
+# `pip:click==8.1.7`, extras allowed) or `npm:NAME` with an optional range (`npm:minimist@^1.2`,
+# scopes too). Installed at image build, when the build container reaches the registry.
+REQUIREMENT = (
+    r"^(pip:[A-Za-z0-9][A-Za-z0-9._-]{0,99}(\[[A-Za-z0-9._,-]{1,100}\])?"
+    r"([<>=!~]=?[A-Za-z0-9.*+!_-]{1,64}(,[<>=!~]=?[A-Za-z0-9.*+!_-]{1,64}){0,4})?"
+    r"|npm:(@[a-z0-9][a-z0-9._-]{0,99}/)?[a-z0-9][a-z0-9._-]{0,99}(@[0-9A-Za-z.^~<>=*|+ -]{1,64})?)$"
+)
+
+
+def _requirements(values: list[str]) -> list[str]:
+    for value in values:
+        if not re.fullmatch(REQUIREMENT, value):
+            raise ValueError(
+                f"not a requirement: {value!r} (write pip:NAME[SPEC] or npm:NAME[@RANGE])"
+            )
+    return values
+
+
 class OracleSpec(Strict):
     install: list[str] = Field(default_factory=list, description="run after oracle/ is copied")
     entry: str = Field(description="shell command that starts the golden tool")
@@ -84,6 +110,57 @@ class OracleSpec(Strict):
         description="a pinned registry package installed at image build (the only step that "
         "reaches a registry), before the install lines",
     )  # fmt: skip
+    requires: list[str] = Field(
+        default_factory=list,
+        description="the oracle's declared dependencies (pip:/npm: requirements), installed "
+        "when its image is built, before `package` and the install lines",
+    )
+
+    @field_validator("requires")
+    @classmethod
+    def _requires(cls, values: list[str]) -> list[str]:
+        return _requirements(values)
+
+
+class FuzzSpec(Strict):
+    """`[fuzz]`: what an imported tool's own case generator needs in its box."""
+
+    requires: list[str] = Field(
+        default_factory=list,
+        description="the fuzzer's third-party modules (pip:/npm: requirements), installed "
+        "into the image its box is made from",
+    )
+
+    @field_validator("requires")
+    @classmethod
+    def _requires(cls, values: list[str]) -> list[str]:
+        return _requirements(values)
+
+
+# A name in `[packages] allow/deny`: `pypi:NAME`, `npm:NAME` or a bare NAME (either
+# ecosystem); shell-style globs (`@types/*`, `types-*`) are allowed.
+PACKAGE_PATTERN = r"^((pypi|npm):)?[A-Za-z0-9@*?_.\[\]/-]{1,214}$"
+
+
+class PackagesSpec(Strict):
+    """`[packages]`: what the run's package gateway may serve the agent (packages/).
+
+    An empty `allow` allows every name not denied; `deny` wins over `allow`. Names compare
+    as their registry does (PyPI: case-, `-`/`_`/`.`-insensitive). Kept across re-import."""
+
+    allow: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+    budget_mb: int = Field(
+        default=1024, ge=0, le=64 * 1024, description="MiB of artifacts one run may download"
+    )
+
+    @field_validator("allow", "deny")
+    @classmethod
+    def _patterns(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if not re.fullmatch(PACKAGE_PATTERN, name):
+                raise ValueError(f"not a package name or pattern: {name!r}")
+        return names
 
 
 class DeliverySpec(Strict):
@@ -213,6 +290,8 @@ class TaskSpec(Strict):
     origin: Origin | None = None
     rules: RulesSpec = Field(default_factory=RulesSpec)
     review: ReviewSpec = Field(default_factory=ReviewSpec)
+    packages: PackagesSpec = Field(default_factory=PackagesSpec)
+    fuzz: FuzzSpec | None = None
 
     @model_validator(mode="after")
     def _oracle_when_judged_by_it(self) -> TaskSpec:

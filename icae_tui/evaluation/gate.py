@@ -16,12 +16,14 @@ from icae_tui.domain.task import Task
 from icae_tui.errors import BoxError, IcaeError, InfraError
 from icae_tui.evaluation.differential import case_limits, raise_if_engine_lost
 from icae_tui.gateway import ModelGateway, model_proxy_script
+from icae_tui.packages import BOX_PORT, PackageGateway, box_env
 from icae_tui.sandbox.base import Box, BoxSpec, ExecResult, Role, Sandbox, wrapper_script
 
 ASK_TOOL = "/usr/local/bin/icae-ask"
 MODEL_PROXY = "/usr/local/bin/icae-model-proxy"
 MODEL_PROXY_PORT = 8787
 MODEL_PROXY_LOG = "/dev/shm/icae-model-proxy.log"  # a tmpfs: never part of the delivery
+PACKAGE_PROXY_LOG = "/dev/shm/icae-package-proxy.log"
 DELIVERY_TTL_S = 24 * 3600  # a delivery image outlives its run only if the run crashed
 BUILD_TIMEOUT_S = 300
 BUILD_LOG_CHARS = 4000  # of each stream, kept on the BuildChecked event
@@ -50,27 +52,45 @@ async def freeze(agent_box: Box, task: Task, image: str, *, run_id: str) -> None
                 f"the agent's box died and could not be started again to freeze it ({err})"
             ) from None
     await agent_box.make_room(FREEZE_ROOM)  # a box the agent filled still takes the wrapper
-    await agent_box.exec(["rm", "-f", ASK_TOOL, MODEL_PROXY, MODEL_PROXY_LOG])
+    await agent_box.exec(["rm", "-f", ASK_TOOL, MODEL_PROXY, MODEL_PROXY_LOG, PACKAGE_PROXY_LOG])
     wrapper = wrapper_script(task.spec.delivery.entry)
     await agent_box.put_files({f"/usr/local/bin/{task.spec.interface.tool}": wrapper}, mode=0o755)
     await agent_box.freeze(image, run_id=run_id, ttl_s=DELIVERY_TTL_S)
 
 
-async def start_model_proxy(agent_box: Box, gateway: ModelGateway) -> dict[str, str]:
-    """Start the loopback forwarder to the run's gateway (its socket is mounted in the agent's
-    container, which keeps network `none`) and return what an ordinary OpenAI client there
-    needs: OPENAI_BASE_URL on 127.0.0.1 and the run's token — never the real key."""
-    await agent_box.put_files({MODEL_PROXY: model_proxy_script()}, mode=0o755)
-    started = await agent_box.exec(
-        f"setsid nohup {MODEL_PROXY} --port {MODEL_PROXY_PORT} > {MODEL_PROXY_LOG} 2>&1 & "
-        f"for _ in $(seq 100); do grep -q listening {MODEL_PROXY_LOG} && exit 0; sleep 0.05; done; "
-        f"cat {MODEL_PROXY_LOG} >&2; exit 1",
+async def _start_forwarder(box: Box, port: int, socket: str | None, log: str) -> str:
+    """Start the loopback forwarder (127.0.0.1:port → a socket mounted in the box, which
+    keeps network `none`); "" once it listens, else what it said."""
+    await box.put_files({MODEL_PROXY: model_proxy_script()}, mode=0o755)
+    target = f" --socket {socket}" if socket else ""
+    started = await box.exec(
+        f"setsid nohup {MODEL_PROXY} --port {port}{target} > {log} 2>&1 & pid=$!; "
+        f"for _ in $(seq 100); do grep -q listening {log} && exit 0; "
+        f"kill -0 $pid 2>/dev/null || break; sleep 0.05; done; cat {log} >&2; exit 1",
         timeout_s=30,
     )
-    if started.exit_code != 0:
-        why = started.stderr.decode(errors="replace").strip()[-300:] or "no output"
+    if started.exit_code == 0:
+        return ""
+    return started.stderr.decode(errors="replace").strip()[-300:] or "no output"
+
+
+async def start_model_proxy(agent_box: Box, gateway: ModelGateway) -> dict[str, str]:
+    """Start the loopback forwarder to the run's gateway and return what an ordinary OpenAI
+    client there needs: OPENAI_BASE_URL on 127.0.0.1 and the run's token — never the real
+    key."""
+    if why := await _start_forwarder(agent_box, MODEL_PROXY_PORT, None, MODEL_PROXY_LOG):
         raise InfraError(f"the model proxy did not start in the agent's box: {why}")
     return gateway.agent_env(MODEL_PROXY_PORT)
+
+
+async def start_package_proxy(box: Box, packages: PackageGateway) -> tuple[dict[str, str], str]:
+    """The forwarder to the run's package gateway: what pip and npm there need to use it, or
+    ({}, why) when it cannot run there (a box with no python3, a backend that mounts no
+    channel): the run goes on, with nothing to install from, as it says."""
+    if why := await _start_forwarder(box, BOX_PORT, packages.box_socket, PACKAGE_PROXY_LOG):
+        return {}, f"packages: the gateway's forwarder did not start in the box ({why}): " \
+            "nothing can be installed in this run"
+    return box_env(BOX_PORT), ""
 
 
 async def start_icae_wire_forwarders(agent_box: Box, routes: dict[int, str]) -> None:
@@ -95,16 +115,31 @@ async def start_icae_wire_forwarders(agent_box: Box, routes: dict[int, str]) -> 
         raise InfraError(f"the ICAE wire forwarders did not start in the agent's box: {why}")
 
 
-async def build_gate(sandbox: Sandbox, task: Task, image: str, *, run_id: str) -> BuildChecked:
+async def build_gate(
+    sandbox: Sandbox, task: Task, image: str, *, run_id: str,
+    packages: PackageGateway | None = None,
+) -> BuildChecked:  # fmt: skip
+    """`packages`: the run's package gateway in cache mode, reached from the build's box as
+    from the agent's (a lockfile install gets what the agent was served, offline)."""
     spec = task.spec.delivery
     res: ExecResult | None = None
     refused = ""
-    box_spec = BoxSpec(image=image, run_id=run_id, role=Role.BUILD, limits=case_limits(task))
+    channels = (packages.box_channel,) if packages is not None else ()
+    box_spec = BoxSpec(image=image, run_id=run_id, role=Role.BUILD, limits=case_limits(task),
+                       channels=channels)  # fmt: skip
     for _ in range(2):
         try:
             box = await sandbox.create_box(box_spec)
             try:
-                res = await box.exec(spec.build, workdir=spec.workspace, timeout_s=BUILD_TIMEOUT_S)
+                env: dict[str, str] = {}
+                # a delivery with no python3 left cannot run the forwarder: it builds
+                # without packages, as it would have before
+                if packages is not None and not await _start_forwarder(
+                    box, BOX_PORT, packages.box_socket, PACKAGE_PROXY_LOG
+                ):
+                    env = box_env(BOX_PORT)
+                res = await box.exec(spec.build, workdir=spec.workspace,
+                                     timeout_s=BUILD_TIMEOUT_S, env=env)  # fmt: skip
             finally:
                 await asyncio.shield(box.remove())
             break
