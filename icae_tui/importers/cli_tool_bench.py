@@ -51,11 +51,14 @@ from icae_tui.domain.runtimes import runtime_problem
 from icae_tui.domain.task import PINNED_PACKAGE, Case, OriginSource, Reference, Task, TaskSpec
 from icae_tui.errors import ConfigError, ImageBuildError
 from icae_tui.importers.ctb_fuzz_main import FUZZ_MAIN
+from icae_tui.importers.declared import checkout_requires, imported_names, python_requires
 from icae_tui.importers.folder_sync import Change, sync_folder
 from icae_tui.importers.icae_eval import ImportReport, Outcome, TaskImport
 from icae_tui.importers.json_format import OURS, dump
+from icae_tui.importers.operator_edits import Edits, Found, Listed, read_edits
 from icae_tui.importers.problems import Problem, Severity, errors_in, field_path
 from icae_tui.importers.toml_text import TomlValue, toml_table
+from icae_tui.sandbox.docker.requires import debian_clients
 
 SEED = 20260101  # every import's cases, unless --seed says otherwise
 REPO_DIR = "run_differential_test/repo"
@@ -69,6 +72,8 @@ MAX_OUTPUT = 32 * 1024 * 1024  # the fuzzer's JSON, read back from the box
 MAX_SOURCE = 1024 * 1024  # start.py, BaseRepoAdapter.py
 MAX_PROMPT = 1024 * 1024
 FUZZ_TIMEOUT_S = 300.0
+STUBBED = ("DiffTestEngine",)  # the benchmark's docker runner: the box's FUZZ_MAIN stubs it
+MAX_MODULES = 32  # the tree's modules a fuzzer's files bring along
 _IMAGES = {"python": "python", "node": "javascript", "golang": "go", "rust": "rust"}
 _PACKAGES = {"pip": ["python3-pip"], "npm": ["npm"]}
 _PIP = re.compile(r"(?<![\w./-])(?:python3? -m )?pip3? install(?=\s)")
@@ -88,6 +93,7 @@ class FuzzJob:
     env: dict[str, str]
     timeout_s: float
     cap_bytes: int
+    requires: tuple[str, ...] = ()  # installed into the image its box is made from
 
 
 @dataclass(frozen=True)
@@ -151,18 +157,60 @@ def _read(path: Path, limit: int) -> bytes:
     return path.read_bytes()
 
 
-def fuzz_job(tree: Path, tool: str, seed: int) -> FuzzJob:
+def _imports(source: bytes) -> list[str]:
+    try:
+        return imported_names(source.decode("utf-8"))
+    except (SyntaxError, UnicodeDecodeError, ValueError, RecursionError):
+        return []  # not Python: its box says so when it runs
+
+
+def fuzzer_files(tree: Path, tool: str) -> tuple[dict[str, bytes], set[str]]:
+    """The fuzzer's files by path in the tree: start.py, the base adapter and the tree's
+    modules they import (next to start.py or in run_differential_test/, as CLI-Tool-Bench
+    runs start.py), but DiffTestEngine (stubbed in the box); and the names of the tree's
+    own modules they import. ValueError when start.py or the base adapter cannot be read."""
+    start = f"{REPO_DIR}/{tool}/start.py"
+    files = {BASE_ADAPTER: _read(tree / BASE_ADAPTER, MAX_SOURCE),
+             start: _read(tree / start, MAX_SOURCE)}  # fmt: skip
+    local = set(STUBBED) | {"BaseRepoAdapter"}
+    queue = [start, BASE_ADAPTER]
+    while queue:
+        for name in _imports(files[queue.pop()]):
+            for folder in (f"{REPO_DIR}/{tool}", "run_differential_test"):
+                rel, module = f"{folder}/{name}.py", tree / folder / f"{name}.py"
+                if not (module.is_file() or (tree / folder / name).is_dir()):
+                    continue
+                local.add(name)
+                if name not in STUBBED and rel not in files and module.is_file() and (
+                    not module.is_symlink() and len(files) < MAX_MODULES
+                ):
+                    try:
+                        files[rel] = _read(module, MAX_SOURCE)
+                    except ValueError as err:
+                        raise ValueError(f"{rel}, which it imports: {err}") from None
+                    queue.append(rel)
+                break  # the first folder's, as Python's path finds it
+    return files, local
+
+
+def fuzzer_requires(tree: Path, tool: str) -> list[str]:
+    """The fuzzer's third-party modules as `pip:` requirements ([fuzz] requires)."""
+    files, local = fuzzer_files(tree, tool)
+    return python_requires([n for source in files.values() for n in _imports(source)], local)
+
+
+def fuzz_job(tree: Path, tool: str, seed: int, requires: list[str] | None = None) -> FuzzJob:
+    """The fuzzer's run; `requires` (default: what its files import) go into its image."""
     start = f"{BOX_ROOT}/{REPO_DIR}/{tool}/start.py"
-    files = {
-        f"{BOX_ROOT}/{BASE_ADAPTER}": _read(tree / BASE_ADAPTER, MAX_SOURCE),
-        start: _read(tree / REPO_DIR / tool / "start.py", MAX_SOURCE),
-        f"{BOX_ROOT}/icae_fuzz_main.py": FUZZ_MAIN.encode(),
-    }
+    found, _ = fuzzer_files(tree, tool)
+    files = {f"{BOX_ROOT}/{rel}": data for rel, data in found.items()}
+    files[f"{BOX_ROOT}/icae_fuzz_main.py"] = FUZZ_MAIN.encode()
     return FuzzJob(
         files=files, argv=["python3", f"{BOX_ROOT}/icae_fuzz_main.py", str(seed), start],
         workdir=f"{BOX_ROOT}/{REPO_DIR}/{tool}",
         env={"PYTHONHASHSEED": str(seed), "PYTHONDONTWRITEBYTECODE": "1"},
         timeout_s=FUZZ_TIMEOUT_S, cap_bytes=MAX_OUTPUT,
+        requires=tuple(fuzzer_requires(tree, tool) if requires is None else requires),
     )  # fmt: skip
 
 
@@ -211,10 +259,14 @@ def contract(tool: str) -> str:
     return (
         "\n\n## How the delivery is run here\n\n"
         f"Deliver the tool as one executable file, `/workspace/{tool}` (a script with a `#!` "
-        "line; python3 is installed; there is no network and no package is installed for "
-        f"you). Every command runs with `{tool}` on PATH calling it, in `{WORKDIR}`, where "
-        "the case's files are written first. Its exit code, stdout, stderr and the files it "
-        f"changes under `{WORKDIR}` are compared with the original tool's.\n"
+        f"line; python3 is installed). Every command runs with `{tool}` on PATH calling it, in "
+        f"`{WORKDIR}`, where the case's files are written first. Its exit code, stdout, stderr "
+        f"and the files it changes under `{WORKDIR}` are compared with the original tool's.\n\n"
+        "Packages: your box has no network but this run's package registry, through which "
+        "`pip install NAME` and `npm install NAME` work as usual (a name this task does not "
+        "allow is refused, with a message saying so). What you install stays in your box, "
+        "which is what the cases run, later and without network; list what the tool needs "
+        "in `/workspace` (requirements.txt, or package.json with its package-lock.json).\n"
     )
 
 
@@ -279,10 +331,55 @@ def _oracle(
     return spec, golden, None
 
 
+@dataclass(frozen=True)
+class Needs:
+    """What a tool needs from the registries: as the import found it, with the operator's
+    edits to the old task.toml kept (operator_edits.py)."""
+
+    edits: Edits = field(default_factory=Edits)
+    before: Found | None = None  # what the last import found (None: no record of it)
+    fuzz: list[str] = field(default_factory=list)  # the fuzzer's imports, as found
+
+    def merged(self, what: Listed, found: list[str]) -> list[str]:
+        return self.edits.merged(what, found, self.before)
+
+
+def found_before(folder: Path) -> Found | None:
+    """What the import that wrote `folder` found (its origin record's `found`), if it says."""
+    try:
+        recorded = json.loads((folder / ORIGIN_FILE).read_text(encoding="utf-8")).get("found")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return None
+    if not isinstance(recorded, dict):
+        return None
+    return {what: [n for n in recorded.get(what.value, []) if isinstance(n, str)]
+            for what in Listed if isinstance(recorded.get(what.value, []), list)}  # fmt: skip
+
+
+def _registry_tables(
+    source: str, install_packages: list[str], needs: Needs, result: TaskImport
+) -> dict[Listed, tuple[list[str], list[str]]]:
+    """Each kept list: (what the import found, what it writes). A checkout's declared
+    dependencies are the oracle's requires (a pinned package brings its own through pip or
+    npm); the image gets the clients they need."""
+    declared: list[str] = []
+    if not re.match(PINNED_PACKAGE, source):
+        found = checkout_requires(Path(source).expanduser())
+        result.problems += found.problems
+        declared = found.requires
+    requires = needs.merged(Listed.ORACLE_REQUIRES, declared)
+    packages = list(dict.fromkeys([*install_packages, *debian_clients(requires)]))
+    return {Listed.ORACLE_REQUIRES: (declared, requires),
+            Listed.IMAGE_PACKAGES: (packages, needs.merged(Listed.IMAGE_PACKAGES, packages)),
+            Listed.FUZZ_REQUIRES: (needs.fuzz, needs.merged(Listed.FUZZ_REQUIRES, needs.fuzz))}  # fmt: skip
+
+
 def build_task(
-    tree: Path, tool: str, out: FuzzOutput, seed: int, source: str, result: TaskImport
-) -> _Built | None:
+    tree: Path, tool: str, out: FuzzOutput, seed: int, source: str, result: TaskImport,
+    needs: Needs | None = None,
+) -> _Built | None:  # fmt: skip
     shown = f"{REPO_DIR}/{tool}/start.py"
+    needs = needs or Needs()
     name = _tool_name(out.cases)
     if name is None:
         result.problems.append(Problem(Severity.ERROR, shown, "cases[].category",
@@ -352,24 +449,30 @@ def build_task(
                                         "command-line tool", "budget": 0}  # fmt: skip
     origin: dict[str, TomlValue | None] = {"source": OriginSource.CLI_TOOL_BENCH.value,
                                            "alias": tool, "seed": seed, "oracle_source": recorded}  # fmt: skip
-    image: dict[str, TomlValue | None] = {"base": "icae-base:bookworm", "setup": []}
-    if kind is not None:
-        image["packages"] = _PACKAGES[kind]
-    elif isinstance(packages, list) and packages:
-        image["packages"] = packages
+    clients = _PACKAGES[kind] if kind else packages if isinstance(packages, list) else []
+    tables = _registry_tables(source, clients, needs, result)
+    written = {what: tables[what][1] or None for what in Listed}
+    image: dict[str, TomlValue | None] = {"base": "icae-base:bookworm", "setup": [],
+                                          "packages": written[Listed.IMAGE_PACKAGES]}  # fmt: skip
+    oracle["requires"] = written[Listed.ORACLE_REQUIRES]
     files["task.toml"] = "\n".join([
         f"# Imported from CLI-Tool-Bench ({tool}) by `icae tasks import cli-tool-bench`: a new\n"
-        "# import rewrites this folder but solutions/, recordings/ and tools/.\n"
+        "# import rewrites this folder but solutions/, recordings/ and tools/, and keeps the\n"
+        "# operator's edits to [packages], [image] packages and requires.\n"
         + toml_table(None, top),
         toml_table("origin", origin), toml_table("image", image),
         toml_table("interface", {"kind": "command", "tool": called}),
         toml_table("oracle", oracle),
+        *([toml_table("fuzz", {"requires": written[Listed.FUZZ_REQUIRES]})]
+          if written[Listed.FUZZ_REQUIRES] else []),
         toml_table("delivery", {"entry": f"/workspace/{called}",
                                 "build": f"test -x /workspace/{called}"}),
         toml_table("cases", {"timeout_s": 30, "workdir": WORKDIR}),
+        *([kept] if (kept := needs.edits.packages_table()) else []),
     ]).encode()  # fmt: skip
     files[ORIGIN_FILE] = dump({"tool": tool, "seed": seed, "base_image": out.base_image,
-                               "install_oracle": out.install, "oracle_source": recorded}, OURS)  # fmt: skip
+                               "install_oracle": out.install, "oracle_source": recorded,
+                               "found": {w.value: tables[w][0] for w in Listed}}, OURS)  # fmt: skip
     spec = TaskSpec.model_validate(tomllib.loads(files["task.toml"].decode()))  # type: ignore[union-attr]
     if (why := runtime_problem(spec)) is not None:
         result.problems.append(Problem(Severity.ERROR, shown, "base_image", why[1]))
@@ -433,16 +536,23 @@ def record_outputs(built: _Built, tool: str, runner: OracleRunner, result: TaskI
 
 
 def fuzz_output(
-    tree: Path, tool: str, seed: int, runner: FuzzRunner, result: TaskImport
-) -> FuzzOutput | None:
-    """The tool's cases, from its fuzzer run by `runner` (a box); None after saying why not."""
+    tree: Path, tool: str, seed: int, runner: FuzzRunner, result: TaskImport,
+    requires: list[str] | None = None,
+) -> FuzzOutput | None:  # fmt: skip
+    """The tool's cases, from its fuzzer run by `runner` (a box, from an image with
+    `requires` installed: by default what its files import); None after saying why not."""
     shown = f"{REPO_DIR}/{tool}/start.py"
     try:
-        job = fuzz_job(tree, tool, seed)
+        job = fuzz_job(tree, tool, seed, requires)
     except ValueError as err:
         result.problems.append(Problem(Severity.ERROR, shown, "", str(err)))
         return None
-    run = runner(job)
+    try:
+        run = runner(job)
+    except ImageBuildError as err:
+        result.problems.append(Problem(Severity.ERROR, shown, "[fuzz] requires",
+                                       f"the fuzzer's image did not build: {err}"))  # fmt: skip
+        return None
     if run.overflowed or run.timed_out or run.exit_code != 0:
         why = ("printed more than the bound" if run.overflowed else "timed out" if run.timed_out
                else f"exited {run.exit_code}")  # fmt: skip
@@ -516,8 +626,18 @@ def import_tree(
         if (owned := _owner_problem(into / result.task_id, tool)) is not None:
             result.problems.append(owned)
             continue
-        out = fuzz_output(tree, tool, seed, runner, result)
-        built = build_task(tree, tool, out, seed, source, result) if out else None
+        edits, unreadable = read_edits(into / result.task_id)  # the operator's: kept
+        if unreadable is not None:
+            result.problems.append(unreadable)
+            continue
+        try:
+            imports = fuzzer_requires(tree, tool)
+        except ValueError:
+            imports = []  # unreadable: fuzz_output says so
+        needs = Needs(edits, found_before(into / result.task_id), imports)
+        out = fuzz_output(tree, tool, seed, runner, result,
+                          needs.merged(Listed.FUZZ_REQUIRES, imports))  # fmt: skip
+        built = build_task(tree, tool, out, seed, source, result, needs) if out else None
         if built is None or errors_in(result.problems):
             continue
         if outputs is not None and not record_outputs(built, tool, outputs, result):

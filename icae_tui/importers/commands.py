@@ -44,8 +44,8 @@ def add_arguments(tasks: argparse.ArgumentParser) -> None:
     tasks.add_argument("--golden-dir", metavar="DIR",
                        help="import: the golden repositories (default PATH/realcode_repos)")  # fmt: skip
     tasks.add_argument("--base-image", metavar="IMAGE",
-                       help="import: every task's base image (default: ICAE-EVAL's image for "
-                       "its language)")  # fmt: skip
+                       help="import: every task's base image (default: the Debian base "
+                       "with its language's runtime recipe)")  # fmt: skip
     tasks.add_argument("--tool", action="append", metavar="OWNER/REPO",
                        help="cli-tool-bench: only this tool (repeatable)")  # fmt: skip
     tasks.add_argument("--oracle", action="append", default=[], metavar="OWNER/REPO=SOURCE",
@@ -109,13 +109,19 @@ def run(args: argparse.Namespace, tasks_dir: Path) -> int:
 
 
 def fuzz_in_a_box(job: FuzzJob) -> FuzzRun:
-    """The fuzzer's run in a box of the local engine (sandbox/docker/fuzz.py)."""
+    """The fuzzer's run in a box of the local engine (sandbox/docker/fuzz.py), made from an
+    image with its requirements installed (built once, its steps said on stderr)."""
     import asyncio
+    import sys
 
     from icae_tui.sandbox.docker.fuzz import run_once
 
+    def progress(message: str) -> None:
+        print(printable(message, limit=500), file=sys.stderr, flush=True)
+
     res = asyncio.run(run_once(job.files, job.argv, workdir=job.workdir, env=job.env,
-                               timeout_s=job.timeout_s, cap_bytes=job.cap_bytes))  # fmt: skip
+                               timeout_s=job.timeout_s, cap_bytes=job.cap_bytes,
+                               requires=list(job.requires), progress=progress))  # fmt: skip
     return FuzzRun(res.exit_code, res.stdout, res.stderr_tail or res.stderr[-4000:],
                    overflowed=res.overflowed or res.truncated, timed_out=res.timed_out)  # fmt: skip
 

@@ -14,6 +14,7 @@ seed, start = int(sys.argv[1]), sys.argv[2]
 out = os.fdopen(os.dup(1), "w", encoding="utf-8")
 os.dup2(2, 1)
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(start)))))
+sys.path.insert(0, os.path.dirname(start))  # its own folder first, as `python start.py` has it
 stub = types.ModuleType("DiffTestEngine")
 class DiffTestEngine:
     def __init__(self, *args, **kwargs):

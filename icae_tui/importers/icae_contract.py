@@ -78,9 +78,20 @@ case of each `rcb_tests/DIR/*.json` file (`{"cases": [{"input": {...}}, ...]}`) 
 program, which reads the case's `input` as one JSON object on stdin, and writes that run's
 raw stdout, and nothing else, to `rcb_tests/stdout/DIR/<file stem>@<case index, 3 digits>.txt`
 (for example `rcb_tests/stdout/public_test_cases/feature1@000.txt`). Each case is run on its
-own in a fresh copy of your workspace, without network: whatever test.sh needs must already
-be in the workspace or the image.
+own in a fresh copy of your workspace, without network.
+
+Packages: your box has no network but this run's package registry, through which
+`pip install` and `npm install` work as usual (a name this task does not allow is refused,
+with a message saying so). test.sh runs later without network and can install only what
+this run downloaded: declare the dependencies (requirements.txt, or package.json with its
+package-lock.json) and install them from test.sh.
 """
+
+# the contracts earlier imports appended, taken off an export's PRD as CONTRACT is
+FORMER_CONTRACTS = (
+    CONTRACT.split("without network.")[0] + "without network: whatever test.sh needs must "
+    "already\nbe in the workspace or the image.\n",
+)
 
 
 def with_contract(prd: str) -> str:
@@ -90,5 +101,8 @@ def with_contract(prd: str) -> str:
 
 def without_contract(prd: bytes) -> bytes:
     """The PRD as the tree had it (a PRD edited since the import: as it is now)."""
-    suffix = CONTRACT.encode()
-    return prd[: -len(suffix)] if prd.endswith(suffix) else prd
+    for contract in (CONTRACT, *FORMER_CONTRACTS):
+        suffix = contract.encode()
+        if prd.endswith(suffix):
+            return prd[: -len(suffix)]
+    return prd

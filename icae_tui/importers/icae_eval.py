@@ -4,8 +4,9 @@ Every alias of the tree (a level's prd_json or PRD) becomes `<tasks>/<id>` (`rea
 `realcode-050`), or is reported: each problem with its file and field, and one alias's
 problems never stop another's import. A task with an ERROR is not imported (an earlier
 import of it stays as it was). Importing the same tree again changes no file
-(folder_sync.py); a folder that holds something else than this alias's import is never
-written. Records copied between aliases are found over the whole tree, whatever `only` says.
+(folder_sync.py) and keeps what the operator set in task.toml (operator_edits.py); a folder
+that holds something else than this alias's import is never written. Records copied between
+aliases are found over the whole tree, whatever `only` says.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from icae_tui.importers.icae_layout import Difficulty, Layout, prd_json_path, ta
 from icae_tui.importers.icae_read import AliasIndex, read_alias
 from icae_tui.importers.icae_task import build_task
 from icae_tui.importers.json_format import parse
+from icae_tui.importers.operator_edits import read_edits
 from icae_tui.importers.problems import Problem, Severity, errors_in
 
 
@@ -114,8 +116,12 @@ def _import_one(
     taken.add(tid)
     if errors_in(result.problems):
         return result
+    edits, unreadable = read_edits(folder)  # what the operator set there is kept
+    if unreadable is not None:
+        result.problems.append(unreadable)
+        return result
     shown_golden = layout.shown(data.golden) if data.golden is not None else ""
-    built = build_task(data, index, base=base, shown_golden=shown_golden)
+    built = build_task(data, index, base=base, shown_golden=shown_golden, edits=edits)
     result.problems += built.problems
     if errors_in(built.problems):
         return result

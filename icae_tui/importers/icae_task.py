@@ -14,8 +14,12 @@ of its source (icae_origin.py).
   against their stored expected outputs as ICAE-EVAL scores them.
 - `origin/tests/`: the rcb_tests repository's files but its case files (its test.sh, …),
   as they are, for an export.
-- `task.toml`: language and size from repo_alias.json, ICAE's language image (or the one
-  asked for), the protocol's tool `icae-case` on both sides, ICAE's query budget.
+- `task.toml`: language and size from repo_alias.json, the default Debian base with the
+  language's runtime recipe (domain/runtimes.py; ICAE-EVAL's Docker Hub images,
+  icae_layout.LANGUAGE_IMAGES, cannot be pulled here) or the base asked for, the protocol's
+  tool `icae-case` on both sides, ICAE's query budget. A language no registry here provides
+  (dart, kotlin, c#) imports with a warning naming what to supply; `icae tasks check` fails
+  it until a base that has it is named.
 """
 
 from __future__ import annotations
@@ -28,13 +32,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from icae_tui.domain.runtimes import runtime_problem
+from icae_tui.domain.runtimes import DEBIAN_BASE, runtime_problem, runtime_refusal
 from icae_tui.domain.task import HiddenConstraint, Level, OriginSource, Reference, TaskSpec
 from icae_tui.importers import icae_contract as contract
 from icae_tui.importers.icae_export import JsonOut, digest, identical, source_objects
 from icae_tui.importers.icae_layout import (
     ALIAS_FILE,
-    LANGUAGE_IMAGES,
     PRD_HEADER,
     QUERY_BUDGET,
     CaseDir,
@@ -56,10 +59,10 @@ from icae_tui.importers.icae_origin import (
 )
 from icae_tui.importers.icae_read import PUBLIC_KEY, AliasData, AliasIndex, CaseFileData
 from icae_tui.importers.json_format import ICAE, OURS, JsonFormat, detect, dump
+from icae_tui.importers.operator_edits import Edits, Listed
 from icae_tui.importers.problems import Problem, Severity
 from icae_tui.importers.toml_text import TomlValue, toml_table
 
-FALLBACK_IMAGE = "icae-base:bookworm"
 SUMMARY_CHARS = 140
 _SENTENCE = re.compile(r"(?<=[.!?])\s")
 
@@ -87,10 +90,16 @@ def _size(record: dict[str, Any] | None, key: str) -> int | None:
 
 
 def _image(language: str, base: str | None) -> str:
-    return base or LANGUAGE_IMAGES.get(language.strip().lower(), FALLBACK_IMAGE)
+    """The base asked for, else the Debian base: the language's runtime recipe stands in for
+    ICAE-EVAL's image (Docker Hub cannot be reached)."""
+    return base or DEBIAN_BASE
 
 
-def task_toml(data: AliasData, reference: Reference, base: str | None) -> str:
+def task_toml(
+    data: AliasData, reference: Reference, base: str | None, edits: Edits | None = None
+) -> str:
+    """The task.toml text; `edits`: what the operator set in the task's old one (kept)."""
+    edits = edits or Edits()
     record = data.record
     language = str(record.get("language") or "unknown") if record else "unknown"
     normal = data.levels[Difficulty.NORMAL].data.get("fuzzy_prd", "")
@@ -103,16 +112,23 @@ def task_toml(data: AliasData, reference: Reference, base: str | None) -> str:
         "size_loc": _size(record, "total_lines_of_code"),
         "size_files": _size(record, "total_code_files"),
     }  # fmt: skip
+    # this import fills none of the kept lists: each is the operator's as it was
+    kept = {what: edits.merged(what, [], {}) or None for what in Listed}
     parts = [
         f"# Imported from ICAE-EVAL ({data.alias}) by `icae tasks import icae-eval`: a new\n"
-        "# import rewrites this folder but solutions/, recordings/ and tools/.\n"
+        "# import rewrites this folder but solutions/, recordings/ and tools/, and keeps\n"
+        "# [packages], [image] packages and requires as they are.\n"
         + toml_table(None, top),
         toml_table("origin", origin),
-        toml_table("image", {"base": _image(language, base), "setup": list(contract.SETUP)}),
+        toml_table("image", {"base": _image(language, base), "setup": list(contract.SETUP),
+                             "packages": kept[Listed.IMAGE_PACKAGES]}),  # fmt: skip
         toml_table("interface", {"kind": "dispatcher", "tool": contract.TOOL}),
     ]
     if reference is Reference.ORACLE:
-        parts.append(toml_table("oracle", {"entry": contract.ORACLE_ENTRY}))
+        parts.append(toml_table("oracle", {"entry": contract.ORACLE_ENTRY,
+                                           "requires": kept[Listed.ORACLE_REQUIRES]}))  # fmt: skip
+    if kept[Listed.FUZZ_REQUIRES]:
+        parts.append(toml_table("fuzz", {"requires": kept[Listed.FUZZ_REQUIRES]}))
     parts.append(toml_table("delivery", {"entry": contract.DELIVERY_ENTRY,
                                          "build": contract.BUILD}))  # fmt: skip
     parts.append(
@@ -120,6 +136,8 @@ def task_toml(data: AliasData, reference: Reference, base: str | None) -> str:
         + toml_table("cases", {"timeout_s": contract.TIMEOUT_S, "reference": reference.value,
                                "ignore": ["*"]})  # fmt: skip
     )
+    if (packages := edits.packages_table()) is not None:
+        parts.append(packages)
     return "\n".join(parts)
 
 
@@ -174,8 +192,12 @@ def _golden(data: AliasData, built: BuiltTask, shown: str) -> None:
         built.golden[f"oracle/{rel}"] = data.test_files[rel]
 
 
-def build_task(data: AliasData, index: AliasIndex, *, base: str | None, shown_golden: str) -> BuiltTask:
-    """The task's files. `data` has no ERROR (the caller checked)."""
+def build_task(
+    data: AliasData, index: AliasIndex, *, base: str | None, shown_golden: str,
+    edits: Edits | None = None,
+) -> BuiltTask:  # fmt: skip
+    """The task's files (`edits`: what the operator set in its old task.toml, kept). `data`
+    has no ERROR (the caller checked)."""
     reference = Reference.ORACLE if data.golden_runs else Reference.EXPECTED
     built = BuiltTask(task_id(data.alias), reference, {})
     files = built.files
@@ -232,7 +254,7 @@ def build_task(data: AliasData, index: AliasIndex, *, base: str | None, shown_go
         _golden(data, built, shown_golden)
     for rel, path in data.test_files.items():
         built.golden[TESTS_COPY + rel] = path
-    files["task.toml"] = task_toml(data, reference, base).encode()
+    files["task.toml"] = task_toml(data, reference, base, edits).encode()
     origin = IcaeOrigin(
         alias=data.alias, key=data.folder, alias_record=data.record,
         alias_index=index.order.get(data.alias), alias_format=index.format,
@@ -249,7 +271,8 @@ def build_task(data: AliasData, index: AliasIndex, *, base: str | None, shown_go
 
 def _check_spec(data: AliasData, built: BuiltTask) -> None:
     """What the catalog checks of task.toml, before anything is written: a language this
-    machine has no runtime for on the Debian base is the alias's entry's problem."""
+    machine knows no runtime for on the Debian base is the alias's entry's problem; one no
+    registry here provides is imported with a warning (`icae tasks check` fails it)."""
     try:
         spec = TaskSpec.model_validate(tomllib.loads(built.files["task.toml"].decode()))
     except (ValidationError, tomllib.TOMLDecodeError) as err:  # a bug of ours: said plainly
@@ -258,6 +281,9 @@ def _check_spec(data: AliasData, built: BuiltTask) -> None:
     if (problem := runtime_problem(spec)) is not None:
         where = f"{data.alias}.language" if problem[0] == "language" else problem[0]
         built.problems.append(Problem(Severity.ERROR, ALIAS_FILE, where, problem[1]))
+    if (refused := runtime_refusal(spec)) is not None:
+        where = f"{data.alias}.language" if refused[0] == "language" else refused[0]
+        built.problems.append(Problem(Severity.WARNING, ALIAS_FILE, where, refused[1]))
 
 
 def _sources(data: AliasData) -> list[tuple[str, str, bytes, Any]]:

@@ -409,14 +409,28 @@ def test_a_golden_file_whose_mode_changed_is_copied_again(tree, tmp_path):
 
 def test_a_language_the_debian_base_has_no_runtime_for_is_named_in_repo_alias(tree, tmp_path):
     aliases = json.loads((tree / "repo_alias.json").read_text())
-    aliases["realcode@102"]["language"] = "Kotlin"
+    aliases["realcode@102"]["language"] = "Cobol"
     (tree / "repo_alias.json").write_text(icae_json(aliases))
     task = _by_alias(_import(tree, tmp_path / "tasks"))["realcode@102"]
     assert task.outcome is Outcome.FAILED
     assert _has(task.problems, Severity.ERROR, "repo_alias.json", "realcode@102.language",
-                "no runtime recipe for language 'Kotlin'")  # fmt: skip
+                "no runtime recipe for language 'Cobol'")  # fmt: skip
     assert not (tmp_path / "tasks/realcode-102").exists()
-    # on ICAE-EVAL's own image for the language (the default) it imports
-    again = _by_alias(import_tree(tree, tmp_path / "tasks"))["realcode@102"]
+    # on an image that brings its own runtime it imports
+    again = _by_alias(import_tree(tree, tmp_path / "tasks", base="cobol:9"))["realcode@102"]
     assert again.outcome is Outcome.CREATED
-    assert load_catalog(tmp_path / "tasks").tasks["realcode-102"].spec.image.base == "kotlin:1.9.25"
+    assert load_catalog(tmp_path / "tasks").tasks["realcode-102"].spec.image.base == "cobol:9"
+
+
+def test_a_language_no_registry_here_provides_imports_with_what_to_supply(tree, tmp_path):
+    """Kotlin (ICAE-EVAL's kotlin:1.9.25; Debian has 1.3): imported onto the Debian base with
+    a warning naming the image to supply; the task loads (`icae tasks check` fails it)."""
+    aliases = json.loads((tree / "repo_alias.json").read_text())
+    aliases["realcode@102"]["language"] = "Kotlin"
+    (tree / "repo_alias.json").write_text(icae_json(aliases))
+    task = _by_alias(import_tree(tree, tmp_path / "tasks"))["realcode@102"]
+    assert task.outcome is Outcome.CREATED
+    assert _has(task.problems, Severity.WARNING, "repo_alias.json", "realcode@102.language",
+                "`docker load -i FILE.tar` an image such as kotlin:1.9.25")  # fmt: skip
+    loaded = load_catalog(tmp_path / "tasks").tasks["realcode-102"]
+    assert loaded.spec.image.base == BASE  # ICAE-EVAL's Docker Hub image is not named
