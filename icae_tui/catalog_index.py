@@ -137,6 +137,7 @@ def card_json(card: TaskCard) -> dict[str, Any]:
         "prd_words": {level.value: n for level, n in card.prd_word_counts.items()},
         "by_split": {split.value: n for split, n in card.by_split.items()},
         "by_pattern": [[p.pattern, p.public, p.hidden, p.enhanced] for p in card.by_pattern],
+        "runtime": card.runtime,
     }
 
 
@@ -158,6 +159,7 @@ def card_from_json(data: dict[str, Any], root: str) -> TaskCard:
         budgets={Level(k): v for k, v in data["budgets"].items()},
         by_split={Split(k): v for k, v in data["by_split"].items()},
         by_pattern=tuple(PatternCount(*row) for row in data["by_pattern"]),
+        runtime=data["runtime"],
     )
 
 

@@ -37,6 +37,7 @@ from typing import TypeVar
 
 from rapidfuzz import fuzz, process, utils
 
+from icae_tui.domain.runtimes import runtime_key
 from icae_tui.domain.task import Level, Reference, Split, Task
 
 WORD_CUTOFF = 75.0
@@ -153,6 +154,9 @@ class TaskCard:
     budgets: Mapping[Level, int]
     by_split: Mapping[Split, int]
     by_pattern: tuple[PatternCount, ...]
+    # the runtime image's key (domain/runtimes.runtime_key): its language version is the
+    # engine's to say (sandbox/docker/runtime_labels.py), never stored here
+    runtime: str = ""
 
     @classmethod
     def of(cls, task: Task) -> TaskCard:
@@ -179,6 +183,7 @@ class TaskCard:
                 PatternCount(p, *(counts[p, s] for s in SPLITS))
                 for p in sorted({pattern for pattern, _ in counts})
             ),
+            runtime=runtime_key(spec),
         )
 
     @property

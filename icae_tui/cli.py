@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from icae_tui.catalog import Catalog, load_catalog, load_failure
-from icae_tui.domain.states import ResponderMode, RunStatus, UserMode
+from icae_tui.domain.states import PackageMode, ResponderMode, RunStatus, UserMode
 from icae_tui.domain.task import Level, Task
 from icae_tui.runs_command import review_weights
 from icae_tui.safe_text import printable
@@ -96,14 +96,19 @@ def cmd_tasks(args: argparse.Namespace) -> int:
         return cmd_tasks_check(args)
     if args.action == "teach":
         return cmd_tasks_teach(args)
+    from icae_tui.domain.runtimes import version_text
+    from icae_tui.sandbox.docker.runtime_labels import engine_runtimes
+
     catalog = _catalog(args)
+    # the language versions from the engine's runtime image labels: one call, nothing built
+    built = asyncio.run(engine_runtimes()) if catalog.cards else None
     for card in catalog.cards.values():  # from the index: no case file read
         counts = {s.value: n for s, n in card.by_split.items()}
         print(
             f"{card.id:<12} {card.interface.split(' ', 1)[0]:<10} "
             f"public {counts['public']:>3} · hidden {counts['hidden']:>3} · "
-            f"enhanced {counts['enhanced']:>3} · solutions {', '.join(card.solutions)} — "
-            f"{card.title}"
+            f"enhanced {counts['enhanced']:>3} · solutions {', '.join(card.solutions)} · "
+            f"{card.language} {version_text(card.runtime, built)} — {card.title}"
         )
     _print_errors(catalog)
     return 1 if catalog.errors and not catalog.tasks else 0
@@ -149,7 +154,7 @@ def _with_engine(args: argparse.Namespace, work: Callable[[Sandbox], Awaitable[i
             return 2
         try:
             return await work(sandbox)
-        except ImageBuildError as err:
+        except (ImageBuildError, ConfigError) as err:  # ConfigError: a refused language
             print(f"error: {err}", file=sys.stderr)
             return 2
         finally:
@@ -230,11 +235,19 @@ def cmd_images(args: argparse.Namespace) -> int:
         print(f"  {message}", flush=True)
 
     async def build(sandbox: Sandbox) -> int:
+        from icae_tui.errors import ConfigError
+
         await sandbox.base_image(progress)
+        refused = 0
         for task in wanted:
-            images = await sandbox.task_images(task, progress)
+            try:  # each runtime says its version as it is built or found (`runtime version:`)
+                images = await sandbox.task_images(task, progress)
+            except ConfigError as err:  # a language no registry here provides: the rest build
+                print(f"{task.id}: not built: {printable(str(err), limit=1000)}")
+                refused += 1
+                continue
             print(f"{task.id}: agent {images.agent} · oracle {images.oracle}")
-        return 0
+        return 1 if refused else 0
 
     return _with_engine(args, build)
 
@@ -348,6 +361,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         model_replay=args.model_replay,
         engine=args.engine,
         icae_wire=args.icae_wire,
+        packages=PackageMode(args.packages),
+        packages_budget_mb=args.packages_budget_mb,
     )
     if args.repeats > 1:
         return _run_repeats(args, config, store)
@@ -564,6 +579,7 @@ def _agent_ready(spec: str, config: AgentConfig, scripted: dict[str, list[str]])
 
 
 def cmd_console(args: argparse.Namespace) -> int:
+    from icae_tui.sandbox.docker.runtime_labels import engine_runtimes
     from icae_tui.ui.app import IcaeApp
 
     if (agent_files := _agent_files(args)) is None or not _engine_known(args):
@@ -571,7 +587,7 @@ def cmd_console(args: argparse.Namespace) -> int:
     store = RunStore(Path(args.home) / "runs.db" if args.home else None)
     store.mark_interrupted()  # history must not show dead runs as running
     IcaeApp(catalog=_catalog(args), store=store, pace_s=args.pace, agent_files=agent_files,
-            engine=args.engine).run()  # fmt: skip
+            engine=args.engine, runtimes=engine_runtimes).run()  # fmt: skip
     return 0
 
 
@@ -711,6 +727,14 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--model-replay", metavar="RUN_ID",
                      help="answer the model agent's calls from that run's recorded calls "
                      "(no endpoint needed)")  # fmt: skip
+    run.add_argument("--packages", default=PackageMode.LIVE.value,
+                     choices=[m.value for m in PackageMode],
+                     help="the agent's package gateway (pip, npm): live registries, kept in "
+                     "the host's cache; cache: offline, answered only from that cache (with "
+                     "--model-replay, the bytes that run got); off: no gateway")  # fmt: skip
+    run.add_argument("--packages-budget-mb", type=COUNT, default=None, metavar="MIB",
+                     help="MiB of packages the run may download (default: the task's "
+                     "[packages] budget_mb)")  # fmt: skip
     run.add_argument("--level", default="L1", choices=[lv.value for lv in Level])
     run.add_argument("--responder", default="simulated", choices=[m.value for m in ResponderMode],
                      help="who answers: the simulated user; you on stdin; or you, "

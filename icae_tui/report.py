@@ -12,6 +12,9 @@ Every format (ReportFormat: JSON, Markdown, JUnit XML, HTML) is rendered from th
 `render_report` / `write_report`; the formats' modules are icae_tui/reports/, and the JSON's
 schema is icae_tui/schemas/report-v3.schema.json (REPORT_SCHEMA).
 
+`run.runtime` is the task's language runtime and the version its image's probe printed (the
+image build's `runtime version:` line), when the task's images have a runtime layer.
+
 `reference` says what the cases were judged against: the oracle (differential) or their
 stored expected outputs (a task with `[cases] reference = "expected"`).
 
@@ -35,6 +38,7 @@ from icae_tui.domain.events import (
     DiagnosticsMade,
     Event,
     EventsDropped,
+    Progress,
     QuestionAnswered,
     QuestionAsked,
     QuestionsRefused,
@@ -42,6 +46,7 @@ from icae_tui.domain.events import (
     RunStarted,
     ScoreUpdated,
 )
+from icae_tui.domain.runtimes import parse_version_line
 from icae_tui.domain.task import Reference
 from icae_tui.users.metrics import interaction_metrics
 
@@ -67,7 +72,7 @@ def build_report(events: list[Event]) -> dict[str, Any]:
     for ev in events:
         match ev:
             case RunStarted():
-                report["run"] = {
+                report.setdefault("run", {}).update({
                     "run_id": ev.run_id,
                     "task": ev.task_id,
                     "agent": ev.agent,
@@ -75,7 +80,10 @@ def build_report(events: list[Event]) -> dict[str, Any]:
                     "responder": ev.responder,
                     "budget": ev.budget,
                     "started_at": ev.ts,
-                }
+                })
+            case Progress() if (said := parse_version_line(ev.message)) is not None:
+                # the task's language version, as its runtime image's probe printed it
+                report.setdefault("run", {})["runtime"] = {"name": said[0], "version": said[1]}
             case QuestionAsked():
                 turn = {"id": ev.question_id, "question": ev.text, "via": ev.via, "mode": ev.mode,
                         "asked_at": ev.ts}  # fmt: skip

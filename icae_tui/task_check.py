@@ -13,6 +13,11 @@ accepts but a run cannot use (`data_problems`):
   recipes   — `[oracle]` with no `oracle/` folder (nothing to copy into the oracle image), an
               empty `delivery.build`.
 
+Image. A task whose image cannot be had fails (`image_problems`): its language is one no
+registry here provides (domain/runtimes.py REFUSALS: the message names what to supply), or
+its `[image] base` names an image that is neither on the engine nor pullable. Its oracle is
+not run then.
+
 Oracle. Every case of a task judged against its oracle runs on it twice
 (`evaluation/verify.py`, as `icae tasks verify`): a case whose two runs differ is flagged
 nondeterministic; one whose stdout is not its stored `expected_output` is reported as such.
@@ -30,7 +35,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from icae_tui.catalog import TaskError
+from icae_tui.domain.runtimes import is_debian_base, runtime_refusal
 from icae_tui.domain.task import CaseRef, Level, Reference, Task
+from icae_tui.errors import ImageBuildError
 from icae_tui.safe_text import printable
 
 if TYPE_CHECKING:
@@ -40,6 +47,7 @@ if TYPE_CHECKING:
 
 class Kind(StrEnum):
     DATA = "data"
+    IMAGE = "image"
     NONDETERMINISTIC = "nondeterministic"
     STORED = "stored output"
 
@@ -125,6 +133,29 @@ def data_problems(task: Task) -> list[Problem]:
     return [*record_problems(task), *case_problems(task), *recipe_problems(task)]
 
 
+def refusal_problems(task: Task) -> list[Problem]:
+    """A language no registry here provides: the task's images cannot be built (pure)."""
+    if (refused := runtime_refusal(task.spec)) is None:
+        return []
+    return [Problem(task.id, "task.toml", refused[0], refused[1], Kind.IMAGE)]
+
+
+async def image_problems(sandbox: Sandbox, task: Task) -> list[Problem]:
+    """Whether the task's image can be had: a refused language, or a named base image that
+    is neither on the engine nor pullable (asking the engine pulls it when it can). The
+    Debian bases are built offline, so they always can."""
+    if problems := refusal_problems(task):
+        return problems
+    base = task.spec.image.base
+    if is_debian_base(base):
+        return []
+    try:
+        await sandbox.base_image(name=base)
+    except ImageBuildError as err:
+        return [Problem(task.id, "task.toml", "image.base", str(err), Kind.IMAGE)]
+    return []
+
+
 def oracle_problems(task: Task, checks: Iterable[CaseCheck]) -> list[Problem]:
     """The oracle's two runs of each case: nondeterministic ones, stored outputs that differ."""
     refs = {ref.id: ref for ref in task.cases}
@@ -179,9 +210,9 @@ async def check_tasks(
     failed: dict[str, list[Problem]],
     say: Callable[[str], None],
 ) -> int:
-    """Check the loaded `tasks` (data, then the oracle twice on every case) and report, with
-    the problems of the named tasks that did not load (`failed`); 0 when all are sound, 1 when
-    a problem was found."""
+    """Check the loaded `tasks` (data, whether the image can be had, then the oracle twice
+    on every case) and report, with the problems of the named tasks that did not load
+    (`failed`); 0 when all are sound, 1 when a problem was found."""
     from icae_tui.evaluation.verify import verify_task
     from icae_tui.run import new_run_id
 
@@ -189,7 +220,9 @@ async def check_tasks(
     for task in tasks:
         problems = data_problems(task)
         cases_run = None
-        if judged_by_oracle(task):
+        image = await image_problems(sandbox, task)
+        problems += image
+        if judged_by_oracle(task) and not image:
             images = await sandbox.task_images(task)
             checks = [
                 c async for c in verify_task(sandbox, task, images.oracle, run_id=new_run_id())

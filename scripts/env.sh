@@ -26,5 +26,5 @@ if ! .venv/bin/python -c "import icae_tui, pytest, ray" >/dev/null 2>&1 \
   touch .venv/.installed
 fi
 
-echo "[env] building images (offline; the first time takes about a minute)"
+echo "[env] building images (offline; the first time takes a few minutes)"
 .venv/bin/icae images build

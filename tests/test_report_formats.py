@@ -18,6 +18,7 @@ from icae_tui.domain.events import (
     BuildChecked,
     CaseFinished,
     CasesPlanned,
+    Progress,
     QuestionAnswered,
     QuestionAsked,
     RunFinished,
@@ -25,6 +26,7 @@ from icae_tui.domain.events import (
     ScoreUpdated,
 )
 from icae_tui.domain.results import CaseResult, Score, SideRun, SplitScore, Verdict
+from icae_tui.domain.runtimes import RECIPES, version_line
 from icae_tui.domain.states import AnsweredBy, ResponderMode, RunStatus
 from icae_tui.domain.task import Split
 from icae_tui.report import (
@@ -264,3 +266,26 @@ def test_a_run_that_never_built_says_so_and_has_no_figures():
     root = ET.fromstring(render_report(events, ReportFormat.JUNIT))
     assert root.get("tests") == "0"
     jsonschema.validate(build_report(events), json.loads(REPORT_SCHEMA.read_text()))
+
+
+def test_the_tasks_language_version_is_stated_where_the_image_build_said_it():
+    """The image build's `runtime version:` line (a progress event, even one before the run
+    started) is the report's `run.runtime`, stated in Markdown and HTML; with none, nothing."""
+    line = version_line("icae-base:trixie", RECIPES["ruby"], "3.3.8")
+    events = [
+        Progress(ts=T0, message="building icae-agent-t:abc"),
+        Progress(ts=T0, message=line),
+        RunStarted(ts=T0, task_id="t", task_title="T", agent="a", level="L1",
+                   responder=ResponderMode.SIMULATED, budget=1, prd="p"),
+        RunFinished(ts=T0 + 1, status=RunStatus.COMPLETED),
+    ]  # fmt: skip
+    report = build_report(events)
+    assert report["run"]["runtime"] == {"name": "ruby", "version": "3.3.8"}
+    assert report["run"]["task"] == "t"
+    jsonschema.validate(report, json.loads(REPORT_SCHEMA.read_text()))
+    md = render_report(events, ReportFormat.MARKDOWN)
+    assert isinstance(md, str) and "- **Task** `t`, level L1 on ruby 3.3.8; **agent**" in md
+    page = render_report(events, ReportFormat.HTML)
+    assert isinstance(page, str) and "Level L1 · on ruby 3.3.8 · questions" in page
+    unsaid = render_report(events[2:], ReportFormat.MARKDOWN)
+    assert isinstance(unsaid, str) and "- **Task** `t`, level L1; **agent**" in unsaid

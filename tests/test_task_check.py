@@ -5,10 +5,21 @@ from __future__ import annotations
 
 import json
 import shutil
+from typing import Any, cast
 
 from icae_tui.catalog import load_catalog
 from icae_tui.cli import check_names_as_options, main
-from icae_tui.task_check import Kind, data_problems, load_problem, summary_line, task_line
+from icae_tui.errors import ImageBuildError
+from icae_tui.sandbox.base import Sandbox, TaskImages
+from icae_tui.task_check import (
+    Kind,
+    check_tasks,
+    data_problems,
+    image_problems,
+    load_problem,
+    summary_line,
+    task_line,
+)
 from tests.task_copies import copy_mini, edit_toml, load_mini
 
 
@@ -100,3 +111,59 @@ def test_an_unknown_task_is_bad_usage(tmp_path, capsys):
     status = main(["--tasks", str(tmp_path / "tasks"), "tasks", "check", "mini", "nosuch"])
     assert status == 2
     assert "no such task(s)" in capsys.readouterr().err
+
+
+class NoRegistry:
+    """An engine that has no image but the Debian bases and reaches no registry: a named base
+    cannot be had, as here with Docker Hub. Building a task's images would be a bug."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def base_image(self, progress: Any = None, *, name: str | None = None) -> str:
+        self.asked.append(str(name))
+        raise ImageBuildError(f"image {name!r} is not on the engine and could not be pulled "
+                              "(no registry)")  # fmt: skip
+
+    async def task_images(self, task: Any, progress: Any = None) -> TaskImages:
+        raise AssertionError(f"{task.id}: its image cannot be had: nothing is built")
+
+
+async def test_a_task_whose_base_image_cannot_be_had_fails_naming_the_field(tmp_path):
+    folder = copy_mini(tmp_path)
+    edit_toml(folder, 'language = "python"', 'language = "ruby"')
+    edit_toml(folder, "[interface]", '[image]\nbase = "ruby:3.2"\n\n[interface]')
+    engine, said = NoRegistry(), []
+    status = await check_tasks(cast(Sandbox, engine), [load_mini(folder)], {}, said.append)
+    assert status == 1 and engine.asked == ["ruby:3.2"]
+    assert said == [
+        "mini: 1 problem (1 image)",
+        "  mini: task.toml: field 'image.base': image 'ruby:3.2' is not on the engine and could "
+        "not be pulled (no registry)",
+        "checked 1 task: 0 sound, 1 with problems (1 image); fix each file and field above, "
+        "then check again",
+    ]
+
+
+async def test_a_language_no_registry_here_provides_fails_with_what_to_supply(tmp_path):
+    folder = copy_mini(tmp_path)
+    edit_toml(folder, 'language = "python"', 'language = "Kotlin"')
+    task = load_mini(folder)  # it loads: only its image cannot be had
+    engine = NoRegistry()
+    [problem] = await image_problems(cast(Sandbox, engine), task)
+    assert engine.asked == []  # the Debian base: nothing to ask the engine
+    assert (problem.kind, problem.file, problem.field) == (Kind.IMAGE, "task.toml", "language")
+    assert problem.line().startswith(
+        "mini: task.toml: field 'language': language kotlin (1.9.25 in ICAE-EVAL) is not "
+        "provided here: Debian trixie's kotlin is 1.3.31"
+    )
+    assert "`docker load -i FILE.tar` an image such as kotlin:1.9.25" in problem.message
+    said: list[str] = []
+    assert await check_tasks(cast(Sandbox, engine), [task], {}, said.append) == 1
+    assert said[0] == "mini: 1 problem (1 image)"
+
+
+async def test_a_task_on_the_debian_base_asks_the_engine_nothing(fixture_catalog):
+    engine = NoRegistry()
+    assert await image_problems(cast(Sandbox, engine), fixture_catalog.tasks["mini"]) == []
+    assert engine.asked == []

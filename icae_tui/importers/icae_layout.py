@@ -92,7 +92,9 @@ _SPLITS = {CaseDir.PUBLIC: Split.PUBLIC, CaseDir.NATIVE: Split.HIDDEN, CaseDir.E
 
 # ICAE-EVAL's language images (harness/config.py LANG_TAR: the images download_scaffold.sh
 # pulls, and kotlin:1.9.25, which it downloads as a saved image instead), by language label
-# lower-cased with LANG_CANON's aliases; a task's base image unless the import names one.
+# lower-cased with LANG_CANON's aliases. Docker Hub is not reachable here: an import uses the
+# Debian base with the language's runtime recipe (domain/runtimes.py: each at or above these
+# versions, or a refusal naming the image to supply) unless it is given a base.
 LANGUAGE_IMAGES = {
     "python": "python:3.11",
     "java": "eclipse-temurin:17",

@@ -242,13 +242,15 @@ def render_html(report: dict[str, Any]) -> str:
     duration = f", {s.duration_s:.1f} s" if s.duration_s is not None else ""
     uncounted = (f"; {s.not_counted} cases the oracle itself failed are counted nowhere"
                  if s.not_counted else "")  # fmt: skip
+    runtime = f" · on {h(s.runtime)}" if s.runtime else ""
     return "".join([
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>Run report: {h(s.task)} by {h(s.agent)}</title>",
         f"<style>{CSS}</style></head><body>",
         f"<h1>Run report: {h(s.task)} by {h(s.agent)}</h1>",
-        f'<p class="sub">Level {h(s.level)} · questions answered by the {h(s.responder)} '
+        f'<p class="sub">Level {h(s.level)}{runtime} · questions answered by the '
+        f"{h(s.responder)} "
         f"responder · run <code>{h(s.run_id)}</code>: {status}{duration} · judged against "
         f"the {h(s.reference or 'oracle')}: {s.done} of {s.planned} planned cases"
         f"{uncounted}</p>",

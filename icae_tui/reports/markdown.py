@@ -51,8 +51,10 @@ def _what(s: Summary) -> list[str]:
     lines = [
         f"# Run report: {md(s.task)} by {md(s.agent)}",
         "",
-        f"- **Task** {md_code(s.task)}, level {md(s.level)}; **agent** {md_code(s.agent)}; "
-        f"questions answered by the {md(s.responder)} responder",
+        f"- **Task** {md_code(s.task)}, level {md(s.level)}"
+        + (f" on {md(s.runtime)}" if s.runtime else "")
+        + f"; **agent** {md_code(s.agent)}; questions answered by the {md(s.responder)} "
+        "responder",
         f"- **Run** {md_code(s.run_id)}: {md(s.status)}"
         + (f" — {md(s.error)}" if s.error else "")
         + (f", {s.duration_s:.1f} s" if s.duration_s is not None else ""),

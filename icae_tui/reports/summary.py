@@ -104,6 +104,7 @@ class Summary:
     # the combined score (evaluation/review.py) and what SM's rate is over
     review: dict[str, Any] | None = None
     sm_measured: int | None = None
+    runtime: str = ""  # "ruby 3.3.8": the task's language version, where the run said it
 
 
 def _macro(rows: list[PatternRow]) -> float | None:
@@ -207,7 +208,14 @@ def summarise(report: dict[str, Any]) -> Summary:
         ],
         review=score.get("review") or None,
         sm_measured=(score.get("semantic") or {}).get("measured"),
+        runtime=_runtime(run.get("runtime")),
     )
+
+
+def _runtime(said: Any) -> str:
+    if not isinstance(said, dict) or not said.get("name"):
+        return ""
+    return f"{said['name']} {said.get('version') or 'unknown'}"
 
 
 def percent(rate: float | None) -> str:

@@ -26,7 +26,7 @@ from icae_tui.ui.requests import OpenHistory, OpenSetup
 from icae_tui.ui.screens.history import HistoryScreen
 from icae_tui.ui.screens.run import RUN_GROUP, RunScreen
 from icae_tui.ui.screens.run_setup import RunSetupScreen
-from icae_tui.ui.screens.task_list import TaskListScreen
+from icae_tui.ui.screens.task_list import RuntimeSource, TaskListScreen
 
 QUIT_GRACE_S = 10.0  # how long quitting waits for a cancelled run to clean up
 
@@ -50,12 +50,14 @@ class IcaeApp(PresentingApp):
         agent_files: Sequence[Path] = (),
         on_start: Callable[[IcaeApp], object] | None = None,
         engine: str | None = None,
+        runtimes: RuntimeSource | None = None,
     ) -> None:
         """`agent_files`: agents TOML files given with `icae --agents` (after the defaults
         and the user's file), offered in run setup and carried to each run. `on_start`:
         called with the app once it is mounted (`icae replay` opens its replay so; leaving
         the replay then shows the console's first screen). `engine`: where its runs go
-        (`icae --engine`; None: RunConfig's default)."""
+        (`icae --engine`; None: RunConfig's default). `runtimes`: asks the engine for its
+        runtime versions, which the task preview states (None: not asked)."""
         super().__init__()
         self.on_start = on_start
         self.catalog = catalog
@@ -63,10 +65,11 @@ class IcaeApp(PresentingApp):
         self.pace_s = pace_s
         self.agent_files = tuple(agent_files)
         self.engine = engine
+        self.runtimes = runtimes
         self.kept = KeptDeliveries(self)  # the deliveries the console's runs keep
 
     def get_default_screen(self) -> TaskListScreen:
-        return TaskListScreen(self.catalog)
+        return TaskListScreen(self.catalog, self.runtimes)
 
     def on_mount(self) -> None:
         # A local model's server a run starts stays up for the console's next run (loading

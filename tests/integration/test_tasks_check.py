@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from icae_tui.cli import main
-from tests.task_copies import copy_mini
+from tests.task_copies import copy_mini, edit_toml
 
 pytestmark = pytest.mark.docker
 
@@ -56,3 +56,27 @@ def test_check_of_the_fixture_task_as_it_is_finds_nothing(capsys):
     assert status == 0, out
     assert out.splitlines()[0].startswith("mini: ok — data sound; ")
     assert out.splitlines()[-1] == "checked 1 task: all sound"
+
+
+def test_check_fails_a_task_whose_image_cannot_be_had(tmp_path, capsys):
+    """On the real engine: a named base that is neither there nor pullable, and a language no
+    registry here provides; each names task.toml and its field, and no oracle is run."""
+    folder = copy_mini(tmp_path)
+    shutil.copytree(folder, folder.parent / "kt")
+    edit_toml(folder.parent / "kt", 'id = "mini"', 'id = "kt"')
+    edit_toml(folder.parent / "kt", 'language = "python"', 'language = "kotlin"')
+    edit_toml(folder, "[interface]", '[image]\nbase = "icae-test-no-such-image:0"\n\n[interface]')
+
+    status = main(["--tasks", str(folder.parent), "tasks", "check", "mini", "kt"])
+
+    lines = capsys.readouterr().out.splitlines()
+    assert status == 1, lines
+    assert lines[0] == "mini: 1 problem (1 image)"
+    assert lines[1].startswith(
+        "  mini: task.toml: field 'image.base': image 'icae-test-no-such-image:0' is not on the "
+        "engine and could not be pulled"
+    )
+    assert lines[2:4] == ["kt: 1 problem (1 image)", lines[3]]
+    assert lines[3].startswith("  kt: task.toml: field 'language': language kotlin (1.9.25 in "
+                               "ICAE-EVAL) is not provided here")  # fmt: skip
+    assert lines[4].startswith("checked 2 tasks: 0 sound, 2 with problems (2 image)")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 
+import pytest
 from textual.widgets import DataTable, Select, Static
 
 from icae_tui.catalog import load_catalog
@@ -123,3 +125,40 @@ async def test_history_lists_stored_runs(fixture_catalog, store):
         await until(pilot, lambda: app.screen is history)
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(app.screen, TaskListScreen))
+
+
+async def test_the_preview_states_the_language_version_the_engine_has(fixture_catalog, store):
+    """The engine is asked once, in the background: until it answers the preview says so,
+    then it states the version its runtime image's label holds (or that it is not built)."""
+    answer = asyncio.Event()
+    card = fixture_catalog.cards["mini"]
+    asked: list[bool] = []
+
+    async def runtimes() -> dict[str, str] | None:
+        asked.append(True)
+        await answer.wait()
+        return {card.runtime: "3.13.5"}
+
+    app = IcaeApp(catalog=fixture_catalog, store=store, runtimes=runtimes)
+    async with app.run_test(size=(140, 40)) as pilot:
+        detail = app.screen.query_one("#task-detail", Static)
+        await until(pilot, lambda: bool(asked))
+        assert "python (version: asking the engine…)" in static_text(detail)
+        answer.set()
+        await until(pilot, lambda: "python 3.13.5 ·" in static_text(detail))
+    assert asked == [True]
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"), [(None, "python unknown (no engine)"), ({}, "python not built yet")]
+)
+async def test_the_preview_says_when_the_version_is_not_known(
+    fixture_catalog, store, answer, said
+):
+    async def runtimes() -> dict[str, str] | None:
+        return answer
+
+    app = IcaeApp(catalog=fixture_catalog, store=store, runtimes=runtimes)
+    async with app.run_test(size=(140, 40)) as pilot:
+        detail = app.screen.query_one("#task-detail", Static)
+        await until(pilot, lambda: said in static_text(detail))

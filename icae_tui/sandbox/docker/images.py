@@ -1,16 +1,21 @@
 """Images, built offline: a Debian base from debootstrap + import, and per-task images.
 
-- base (`icae-base:bookworm`): `debootstrap --variant=minbase --include=python3 bookworm`,
-  imported with the engine's `images/create?fromSrc=-`. Built only when missing.
+- bases (`icae-base:bookworm`, `icae-base:trixie`): `debootstrap --variant=minbase
+  --include=python3 RELEASE`, imported with the engine's `images/create?fromSrc=-`. Built
+  only when missing. A task on the default Debian base is built on its runtime recipe's
+  release (domain/runtimes.py `image_plan`: trixie for every recipe).
 - runtime image (`icae-runtime:<hash of base image id and packages>`): the base + the Debian
   packages of the task's language runtime (domain/runtimes.py), installed with apt-get in a
   build container that reaches the Debian mirror (the engine's bridge network) during that
-  build only. Built once per recipe and shared by every task with the same one; a task whose
-  runtime the base already has (python) or whose base brings its own uses the base as it is.
+  build only; the recipe's probe then prints the runtime's version, kept as the image's
+  `icae.runtime.version` label and said (`runtime version: …`) whenever the image is built
+  or found. Built once per recipe and shared by every task with the same one; a task whose
+  recipe is empty (shell) or whose base brings its own runtime uses the base as it is.
 - agent image: runtime + the task's setup lines + an empty workspace. No oracle, no cases.
-- oracle image: agent image + `oracle/` at the oracle path + its pinned registry package
-  (`[oracle] package`, installed in a build container that reaches the registry for this
-  build only) + install lines + the tool wrapper.
+- oracle image: agent image + `oracle/` at the oracle path + its declared dependencies
+  (`[oracle] requires`, requires.py) and pinned registry package (`[oracle] package`), both
+  installed in a build container that reaches the registries for this build only + install
+  lines + the tool wrapper.
   A task with no oracle (its cases judged against their expected outputs) has none: its
   `TaskImages.oracle` is the agent image.
 Task images are tagged with a hash of their recipe, so a changed task rebuilds and an
@@ -29,7 +34,14 @@ from pathlib import Path
 
 import aiodocker
 
-from icae_tui.domain.runtimes import Runtime, runtime_of
+from icae_tui.domain.runtimes import (
+    DEBIAN_BASES,
+    Runtime,
+    image_key,
+    image_plan,
+    parse_version,
+    version_line,
+)
 from icae_tui.domain.task import Task
 from icae_tui.errors import ConfigError, ImageBuildError
 from icae_tui.sandbox.base import Limits, ProgressFn, Role, TaskImages, wrapper_script
@@ -37,12 +49,21 @@ from icae_tui.sandbox.capture import Digest
 from icae_tui.sandbox.docker.containers import Container, create_container
 from icae_tui.sandbox.docker.engine import LABEL_TOOL, TOOL_NAME
 from icae_tui.sandbox.docker.engine_api import import_rootfs
+from icae_tui.sandbox.docker.requires import install_requires, registry_exec
+from icae_tui.sandbox.docker.runtime_labels import (
+    LABEL_RUNTIME_KEY,
+    LABEL_RUNTIME_VERSION,
+    runtime_version,
+)
 
-BASE_IMAGE = "icae-base:bookworm"
+BASE_IMAGE = "icae-base:bookworm"  # the format's default base (domain/runtimes.DEBIAN_BASE)
 DEBIAN_MIRROR = os.environ.get("ICAE_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 # A task's image setup (our recipe, not an agent's work) is not held to a box's disk limit.
 IMAGE_BUILD = Limits(disk_bytes=None)
 RUNTIME_REPO = "icae-runtime"
+# In a runtime image's name: a runtime image built before its version label was kept is not
+# reused (1: with `icae.runtime.version`).
+RUNTIME_FORMAT = "1"
 # apt-get and dpkg unpacking a JDK or a Rust toolchain need more than a box gets.
 RUNTIME_BUILD = Limits(
     memory_bytes=2 * 1024**3, pids=4096, nano_cpus=2_000_000_000, ttl_s=7200,
@@ -66,26 +87,27 @@ async def ensure_base_image(
 ) -> str:
     if await image_exists(docker, name):
         return name
-    if name != BASE_IMAGE:
+    if (release := DEBIAN_BASES.get(name)) is None:
         progress(f"pulling {name}")
         try:
             await docker.images.pull(name)
         except aiodocker.DockerError as err:
             raise ImageBuildError(
-                f"image {name!r} is missing and could not be pulled ({err.message}); "
-                f"pull it by hand where a registry is reachable, or use {BASE_IMAGE}"
+                f"image {name!r} is not on the engine and could not be pulled ({err.message}); "
+                "`docker load -i FILE.tar` it into the engine, pull it where a registry is "
+                f"reachable, or use {BASE_IMAGE} (a language's runtime recipe)"
             ) from None
         return name
     if shutil.which("debootstrap") is None:
         raise ImageBuildError(
             "debootstrap is not installed (apt-get install debootstrap) — needed to build "
-            f"{BASE_IMAGE} offline"
+            f"{name} offline"
         )
     with tempfile.TemporaryDirectory(prefix="icae-rootfs-") as tmp:
         rootfs = Path(tmp) / "rootfs"
-        progress(f"debootstrap bookworm (minbase + python3) into {rootfs}")
+        progress(f"debootstrap {release} (minbase + python3) into {rootfs}")
         proc = await asyncio.create_subprocess_exec(
-            "debootstrap", "--variant=minbase", "--include=python3", "bookworm",
+            "debootstrap", "--variant=minbase", "--include=python3", release.value,
             str(rootfs), DEBIAN_MIRROR,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
         )  # fmt: skip
@@ -154,10 +176,6 @@ async def _commit(c: Container, name: str, task: Task, role: str) -> str:
     return name
 
 
-HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
-BUILD_CA = "/tmp/icae-build-ca.crt"  # removed again before the commit
-
-
 def package_install_line(package: str) -> str:
     """The one line that installs a pinned `pip:NAME==V` / `npm:NAME@V` (OracleSpec.package)."""
     kind, name = package.split(":", 1)
@@ -168,18 +186,9 @@ def package_install_line(package: str) -> str:
 
 
 async def _install_package(c: Container, package: str, progress: ProgressFn, what: str) -> None:
-    env: dict[str, str] = {}
-    if HOST_CA_BUNDLE.is_file():  # a TLS-inspecting egress proxy is trusted as on the host
-        await c.put_files({BUILD_CA: HOST_CA_BUNDLE.read_bytes()})
-        env = {var: BUILD_CA for var in ("SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE",
-                                         "NODE_EXTRA_CA_CERTS", "npm_config_cafile")}  # fmt: skip
     line = package_install_line(package)
     progress(f"{what}: $ {line}")
-    try:
-        res = await c.exec(line, timeout_s=RUNTIME_STEP_TIMEOUT_S, env=env)
-    finally:
-        if env:
-            await c.exec(f"rm -f {BUILD_CA}", timeout_s=60)
+    res = await registry_exec(c, line, timeout_s=RUNTIME_STEP_TIMEOUT_S)
     if res.exit_code != 0:
         tail = (res.stderr_tail or res.stderr or res.stdout_tail or res.stdout)[-2000:]
         why = "timed out" if res.timed_out else f"exited {res.exit_code}"
@@ -191,15 +200,17 @@ async def _install_package(c: Container, package: str, progress: ProgressFn, wha
 def runtime_image_name(base_id: str, runtime: Runtime) -> str:
     """Named by what is in it: the base image and the packages (in any order)."""
     packages = sorted(set(runtime.packages))
-    h = hashlib.sha256("\0".join([base_id, *packages]).encode()).hexdigest()[:16]
-    return f"{RUNTIME_REPO}:{h}"
+    h = hashlib.sha256("\0".join([RUNTIME_FORMAT, base_id, *packages]).encode()).hexdigest()
+    return f"{RUNTIME_REPO}:{h[:16]}"
 
 
 def apt_install_line(packages: tuple[str, ...]) -> str:
+    """dpkg's unsafe-io: no fsync per unpacked file (measured: nodejs + npm's 400 packages in
+    40 s instead of 100+); a build that fails is thrown away, and only the commit persists."""
     names = " ".join(shlex.quote(p) for p in sorted(set(packages)))
     return (
-        "apt-get update -q && apt-get install -y -q --no-install-recommends "
-        f"{names} && apt-get clean && rm -rf /var/lib/apt/lists/*"
+        "apt-get update -q && apt-get install -y -q -o Dpkg::Options::=--force-unsafe-io "
+        f"--no-install-recommends {names} && apt-get clean && rm -rf /var/lib/apt/lists/*"
     )
 
 
@@ -213,10 +224,12 @@ async def ensure_runtime_image(
 ) -> str:
     """`base` with the runtime's Debian packages installed; built only when missing. The
     build container has the bridge network (the Debian mirror) for this build only; every
-    box made from the image runs with network none."""
+    box made from the image runs with network none. Says the runtime's version (its probe's,
+    kept as a label) whether it built the image or found it."""
     base_id = (await docker.images.inspect(base))["Id"]
     name = runtime_image_name(base_id, runtime)
     if await image_exists(docker, name):
+        progress(version_line(base, runtime, await runtime_version(docker, name)))
         return name
     what = f"runtime {runtime.name} ({' '.join(runtime.packages)})"
     progress(f"installing {what} into {name}; this happens once per recipe")
@@ -237,26 +250,32 @@ async def ensure_runtime_image(
                     f"{what}: `{line[:200]}` {why}{why_not}:\n"
                     + tail.decode("utf-8", errors="replace").strip()
                 )
+        # the probe ran last: its output is the version (some print it on stderr)
+        said = (res.stdout + b"\n" + res.stderr).decode("utf-8", errors="replace")
+        version = parse_version(said)
         repo, tag = name.split(":", 1)
         labels = {LABEL_TOOL: TOOL_NAME, "icae.role": "runtime", "icae.runtime": runtime.name,
-                  "icae.runtime.packages": " ".join(sorted(set(runtime.packages)))}  # fmt: skip
+                  "icae.runtime.packages": " ".join(sorted(set(runtime.packages))),
+                  LABEL_RUNTIME_KEY: image_key(base, runtime),
+                  LABEL_RUNTIME_VERSION: version}  # fmt: skip
         await c.commit(repo, tag, labels)
     finally:
         await c.remove()
     progress(f"runtime {runtime.name} ready: {name}")
+    progress(version_line(base, runtime, version))
     return name
 
 
 async def ensure_task_images(
     docker: aiodocker.Docker, task: Task, progress: ProgressFn = lambda _m: None
 ) -> TaskImages:
-    base = await ensure_base_image(docker, progress, name=task.spec.image.base)
     try:
-        runtime = runtime_of(task.spec)
-    except ValueError as err:
+        plan = image_plan(task.spec)
+    except ValueError as err:  # an unknown or refused language: before anything is built
         raise ConfigError(f"{Path(task.root) / 'task.toml'}: {err}") from None
-    if runtime is not None:
-        base = await ensure_runtime_image(docker, base, runtime, progress)
+    base = await ensure_base_image(docker, progress, name=plan.base)
+    if plan.runtime is not None:
+        base = await ensure_runtime_image(docker, base, plan.runtime, progress)
     base_id = (await docker.images.inspect(base))["Id"]
     agent = f"icae-agent-{task.id}:{recipe_hash(task, base_id, Role.AGENT)}"
     if not await image_exists(docker, agent):
@@ -279,8 +298,9 @@ async def ensure_task_images(
     oracle = f"icae-oracle-{task.id}:{recipe_hash(task, agent_id, Role.ORACLE)}"
     if not await image_exists(docker, oracle):
         progress(f"building {oracle}")
-        # a pinned registry package: this build container (only) reaches the registry
-        network = "bridge" if spec.package else "none"
+        # a pinned package or declared dependencies: this build container (only) reaches
+        # the registries
+        network = "bridge" if spec.package or spec.requires else "none"
         c = await create_container(
             docker, agent, run_id="image-build", role="build", hardened=False,
             limits=IMAGE_BUILD, network=network,
@@ -293,6 +313,9 @@ async def ensure_task_images(
                     rel = path.relative_to(oracle_dir).as_posix()
                     files[f"{spec.path}/{rel}"] = path.read_bytes()
             await c.put_files(files)
+            if spec.requires:
+                await install_requires(c, spec.requires, progress, oracle,
+                                       field="[oracle] requires")  # fmt: skip
             if spec.package:
                 await _install_package(c, spec.package, progress, oracle)
             await _run_setup(c, spec.install, progress, oracle)

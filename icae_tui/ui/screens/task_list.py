@@ -20,6 +20,7 @@ lines on screen are drawn (icae_tui/ui/widgets/task_table.py).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import ClassVar
 
 from rich.text import Text
@@ -41,6 +42,9 @@ from icae_tui.ui.widgets.task_filters import filters_text
 from icae_tui.ui.widgets.task_preview import TaskPreview
 from icae_tui.ui.widgets.task_table import Column, TaskTable
 
+# Asks the engine which runtime versions its runtime images hold (key → version; None when it
+# does not answer): sandbox/docker/runtime_labels.engine_runtimes in the console.
+RuntimeSource = Callable[[], Awaitable[dict[str, str] | None]]
 WIDE = 120  # columns from which the preview stands beside the list, not below it
 TITLE_WIDTH = 40  # a longer title is cut in the list (the preview has it whole)
 LIST_SHARE = 1 / 3  # narrow: the list's rows at most, of the screen's (the preview the rest)
@@ -121,9 +125,12 @@ class TaskListScreen(Screen[None]):
         ],
     )
 
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: Catalog, runtimes: RuntimeSource | None = None) -> None:
+        """`runtimes`: asks the engine for its runtime versions (the preview states the
+        task's language version); None: not asked."""
         super().__init__()
         self.catalog = catalog
+        self.runtimes = runtimes
         self.finder = TaskFinder(catalog.cards.values())
         self.rows = {card.id: task_row(card) for card in self.finder.cards}
         self.language_filter: str | None = None
@@ -175,6 +182,15 @@ class TaskListScreen(Screen[None]):
         preview.tab_keys = self.keys_of("preview_tab(-1)", "preview_tab(1)")
         preview.scroll_keys = self.keys_of("preview_scroll(1)", "preview_scroll(-1)")
         preview.update_hint()
+        if self.runtimes is not None and self.catalog.cards:
+            preview.show_runtimes(True)
+            self.run_worker(self.ask_runtimes(self.runtimes), group="runtimes", exclusive=True,
+                            exit_on_error=False)  # fmt: skip
+
+    async def ask_runtimes(self, ask: RuntimeSource) -> None:
+        """Once: the engine's runtime versions, for the preview (None when it does not
+        answer: the preview says so)."""
+        self.query_one(TaskPreview).show_runtimes(await ask())
 
     def on_resize(self, event: events.Resize) -> None:
         self.fit_list(event.size.width, event.size.height)

@@ -9,7 +9,8 @@ keys while there is more than fits, with how far down it is.
 
 Everything here is drawn from a `TaskCard` (icae_tui/catalog_search.py), which holds no case
 content and no user-agent record: the preview cannot show a hidden case, only how many there
-are.
+are. The language's version is the engine's runtime images' (their labels, read once by the
+task list when the console was given a way to ask: `TaskPreview.runtimes`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from textual.message import Message
 from textual.widgets import Static, Tab, Tabs
 
 from icae_tui.catalog_search import TaskCard
+from icae_tui.domain.runtimes import version_text
 from icae_tui.domain.task import Level, Split
 from icae_tui.safe_text import printable
 from icae_tui.ui.text import safe
@@ -38,8 +40,14 @@ def tab_id(tab: str) -> str:
     return f"preview-{tab}"
 
 
-def task_detail_text(card: TaskCard) -> Text:
-    """Title, summary, the facts of the task and its case counts (numbers only)."""
+# What the preview says of the versions while the engine has not answered yet.
+ASKING = "version: asking the engine…"
+
+
+def task_detail_text(card: TaskCard, runtimes: dict[str, str] | None | bool = False) -> Text:
+    """Title, summary, the facts of the task and its case counts (numbers only). `runtimes`:
+    the engine's runtime versions by key (None: the engine did not answer; True: asked, no
+    answer yet; False: not asked, no version shown)."""
     text = Text()
     text.append_text(safe(card.title, "bold"))
     text.append("  ")
@@ -49,6 +57,11 @@ def task_detail_text(card: TaskCard) -> Text:
         text.append_text(safe(card.summary))
         text.append("\n")
     text.append_text(safe(card.language))
+    if runtimes is True:
+        text.append(f" ({ASKING})", style="dim")
+    elif runtimes is not False:
+        text.append(" ")
+        text.append_text(safe(version_text(card.runtime, runtimes)))
     text.append(" · ", style="dim")
     text.append_text(safe(card.interface))
     text.append(" · solutions ", style="dim")
@@ -187,6 +200,8 @@ class TaskPreview(Vertical):
         self.border_title = "Preview"
         self.tab_keys = ""  # the task list's keys that switch the tabs ("[ ]")
         self.scroll_keys = ""  # the task list's keys that scroll the preview ("J K")
+        # the engine's runtime versions (task_detail_text's `runtimes`): not asked by default
+        self.runtimes: dict[str, str] | None | bool = False
 
     def compose(self) -> ComposeResult:
         with PreviewBody(id="preview-body"):
@@ -211,10 +226,16 @@ class TaskPreview(Vertical):
         if card is None:
             self.shown = None
             return
-        self.query_one("#task-detail", Static).update(task_detail_text(card))
+        self.query_one("#task-detail", Static).update(task_detail_text(card, self.runtimes))
         self.query_one("#task-folder", Static).update(task_folder_text(card))
         self.draw()
         self.body.scroll_home(animate=False, immediate=True)
+
+    def show_runtimes(self, runtimes: dict[str, str] | None | bool) -> None:
+        """The engine's answer (or that it is being asked): the facts line drawn again."""
+        self.runtimes = runtimes
+        if self.card is not None:
+            self.query_one("#task-detail", Static).update(task_detail_text(self.card, runtimes))
 
     def switch(self, step: int) -> None:
         """The next (1) or previous (-1) tab, drawn at once (keys pressed in a row each
