@@ -249,8 +249,13 @@ async def test_the_run_budget_bounds_what_is_served(registry, cache):
             assert status == 200
             status, reason, _, _ = await client.get("/npm/left-pad/-/left-pad-2.0.0.tgz")
             assert status == 403 and "would pass the run's package budget" in reason
-            status, reason, _, _ = await client.get("/npm/left-pad/-/left-pad-2.0.0.tgz")
             assert gw.bytes_served == len(WHEEL)
+            # documents count apart, against the same budget
+            status, _, _, _ = await client.get("/pypi/simple/demo-pkg/", SIMPLE_JSON)
+            assert status == 200 and gw.metadata_bytes > 0
+            gw.metadata_bytes = len(WHEEL) + 10
+            status, reason, _, _ = await client.get("/npm/left-pad")
+            assert status == 403 and "package documents" in reason
         finally:
             await client.close()
 

@@ -136,7 +136,8 @@ class PackageGateway:
         self._manifest = manifest
         self._pinned = dict(pinned or {})  # key → sha256: what the run being repeated got
         self._locks: dict[str, asyncio.Lock] = {}
-        self.bytes_served = 0
+        self.bytes_served = 0  # artifacts: what the budget counts and the events say
+        self.metadata_bytes = 0  # documents: bounded by the budget too, apart
         self.served: list[PackageServed] = []
         self.refused: list[PackageRefused] = []
         self.folder = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-"))
@@ -245,6 +246,17 @@ class PackageGateway:
         self, key: str, url: str, accept: str, eco: Ecosystem, name: str, origin: str = ""
     ) -> Body:
         """A metadata document: the registry's now (kept), else the cache's."""
+        budget = self.policy.budget_bytes
+        if budget is not None and self.metadata_bytes >= budget:
+            raise Refusal(403, f"the run read {_mib(self.metadata_bytes)} of package documents, "
+                          f"its budget of {_mib(budget)}; {key} refused", eco, name)  # fmt: skip
+        body = await self._document(key, url, accept, eco, name, origin)
+        self.metadata_bytes += body.ref.size
+        return body
+
+    async def _document(
+        self, key: str, url: str, accept: str, eco: Ecosystem, name: str, origin: str
+    ) -> Body:
         async with self._lock(key):
             if self.mode is PackageMode.CACHE:
                 ref = self._cached(key)
