@@ -2,7 +2,7 @@
 fuzzer that generates a task's cases (importers/cli_tool_bench.py). Never on the host.
 
 The box is hardened like every case box (no capabilities, no network, bounded memory, pids
-and time) and made from the base image (Debian with python3); the files are copied in, one
+and time) and made from the trixie base image (Debian with python3 3.13); the files are copied in, one
 command runs, its stdout comes back bounded (past the bound the process is killed and the
 result says `overflowed`). What the code printed is the caller's to validate.
 
@@ -19,12 +19,11 @@ import hashlib
 
 import aiodocker
 
-from icae_tui.domain.runtimes import Runtime
+from icae_tui.domain.runtimes import Release, Runtime
 from icae_tui.sandbox.base import ExecResult, Limits, ProgressFn
 from icae_tui.sandbox.docker.containers import create_container
 from icae_tui.sandbox.docker.engine import LABEL_TOOL, TOOL_NAME, connect
 from icae_tui.sandbox.docker.images import (
-    BASE_IMAGE,
     IMAGE_BUILD,
     ensure_base_image,
     ensure_runtime_image,
@@ -37,6 +36,8 @@ from icae_tui.sandbox.docker.requires import (
 )
 
 FUZZ_LIMITS = Limits(ttl_s=900)
+# CLI-Tool-Bench runs its fuzzers on python:latest: trixie's 3.13, not bookworm's 3.11
+FUZZ_BASE = Release.TRIXIE.base
 FUZZ_REPO = "icae-fuzz"
 
 
@@ -73,7 +74,7 @@ async def ensure_fuzz_image(
 
 async def run_once(
     files: dict[str, bytes], argv: list[str], *, workdir: str, env: dict[str, str],
-    timeout_s: float, cap_bytes: int, image: str = BASE_IMAGE, requires: list[str] | None = None,
+    timeout_s: float, cap_bytes: int, image: str = FUZZ_BASE, requires: list[str] | None = None,
     progress: ProgressFn = lambda _m: None,
 ) -> ExecResult:  # fmt: skip
     """Copy `files` (absolute paths) into a fresh box of `image` (with `requires` installed),
