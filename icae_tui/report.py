@@ -38,6 +38,9 @@ from icae_tui.domain.events import (
     DiagnosticsMade,
     Event,
     EventsDropped,
+    PackageRefused,
+    PackageServed,
+    PhaseChanged,
     Progress,
     QuestionAnswered,
     QuestionAsked,
@@ -69,8 +72,20 @@ def build_report(events: list[Event]) -> dict[str, Any]:
     report["dropped"] = {"count": 0, "payload_bytes": 0, "by_kind": {}}
     questions: dict[int, dict[str, Any]] = {}
     order: dict[str, int] = {}
+    phase = ""
+    packages: dict[str, Any] = {"served": [], "refused": [], "bytes": 0}
     for ev in events:
         match ev:
+            case PhaseChanged():
+                phase = ev.phase.value
+            case PackageServed():  # the agent's installs, and the build's from the cache
+                packages["served"].append({**ev.model_dump(mode="json", include={
+                    "ecosystem", "name", "version", "filename", "size", "sha256", "source"}),
+                    "phase": phase})  # fmt: skip
+                packages["bytes"] += ev.size
+            case PackageRefused():
+                packages["refused"].append({**ev.model_dump(mode="json", include={
+                    "ecosystem", "name", "path", "status", "reason"}), "phase": phase})  # fmt: skip
             case RunStarted():
                 report.setdefault("run", {}).update({
                     "run_id": ev.run_id,
@@ -134,6 +149,8 @@ def build_report(events: list[Event]) -> dict[str, Any]:
                 report.setdefault("run", {})["finished_at"] = ev.ts
                 if ev.score is not None:
                     report["score"] = ev.score.model_dump(mode="json")
+    if packages["served"] or packages["refused"]:
+        report["packages"] = packages
     report["interaction"] = interaction_metrics(events).model_dump()
     report["cases"].sort(key=lambda c: order.get(c["case_id"], len(order)))
     report["capped_changes"] = [

@@ -5,6 +5,9 @@ The box still has no interface but `lo`."""
 
 from __future__ import annotations
 
+import json
+
+import jsonschema
 import pytest
 
 from icae_tui.domain.events import (
@@ -19,9 +22,11 @@ from icae_tui.domain.states import PackageMode, PackageSource, Phase
 from icae_tui.domain.task import Ecosystem, Level
 from icae_tui.packages import MANIFEST_FILE
 from icae_tui.run import Run, RunConfig
+from tests.conftest import ROOT
 from tests.task_copies import add_solution, copy_mini, edit_toml, good_step, load_mini
 
 pytestmark = pytest.mark.docker
+SCHEMA = ROOT / "icae_tui" / "schemas" / "report-v3.schema.json"
 
 # The oracle's behaviour, and a delivery that cannot start without both packages.
 NEEDS_BOTH = (
@@ -104,6 +109,11 @@ async def test_packages_installed_through_the_gateway_then_offline(tmp_path, sto
     built = [(name, src) for _, name, _, _, src, ph in served if ph is Phase.BUILD]
     assert built == [("is-number", PackageSource.CACHE)]
     assert (store.artifacts_dir / run.run_id / MANIFEST_FILE).is_file()
+    report = json.loads(live.report_path.read_text())
+    jsonschema.validate(report, json.loads(SCHEMA.read_text()))
+    assert {(p["name"], p["phase"]) for p in report["packages"]["served"]} == {
+        ("six", "generate"), ("is-number", "generate"), ("is-number", "build")}
+    assert report["packages"]["refused"][0]["status"] == 403
 
     # the registries gone: cache mode answers, with the same bytes, and scores the same
     for var in ("ICAE_PYPI_INDEX", "ICAE_PYPI_JSON", "ICAE_PYPI_FILES", "ICAE_NPM_REGISTRY"):
