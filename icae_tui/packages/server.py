@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import html
 import inspect
 import json
@@ -359,7 +360,7 @@ class PackageGateway:
             page = urljoin(self.registries.pypi_simple, f"{name}/")
             body = await self._metadata(f"pypi:simple:{name}", page, SIMPLE_JSON,
                                         Ecosystem.PYPI, name, self.registries.pypi_files)  # fmt: skip
-            doc = json.loads(self.cache.blob_path(body.ref.sha256).read_bytes())
+            doc = _json_object(self.cache.blob_path(body.ref.sha256))
         except Refusal as refusal:
             return await self._refuse(request, refusal)
         except ValueError:
@@ -388,7 +389,7 @@ class PackageGateway:
             url = urljoin(self.registries.pypi_json, tail)
             body = await self._metadata(f"pypi:json:{tail}", url, "application/json",
                                         Ecosystem.PYPI, name, self.registries.pypi_files)  # fmt: skip
-            doc = json.loads(self.cache.blob_path(body.ref.sha256).read_bytes())
+            doc = _json_object(self.cache.blob_path(body.ref.sha256))
         except Refusal as refusal:
             return await self._refuse(request, refusal)
         except ValueError:
@@ -438,20 +439,19 @@ class PackageGateway:
             url = self.registries.npm + quote(name, safe="@")
             key = f"npm:meta:{name}:{'corgi' if corgi else 'full'}"
             body = await self._metadata(key, url, accept, Ecosystem.NPM, name, self.registries.npm)
-            doc = json.loads(self.cache.blob_path(body.ref.sha256).read_bytes())
+            ours, base = f"http://{request.host}/npm/", body.ref.origin or self.registries.npm
+            # off the loop: typescript's document is 10 MB, and a run asks for it again
+            served = await asyncio.to_thread(
+                _npm_document, str(self.cache.blob_path(body.ref.sha256)), body.ref.sha256,
+                ours, base,
+            )  # fmt: skip
         except Refusal as refusal:
             return await self._refuse(request, refusal)
         except ValueError:
             why = f"the registry's document of {name} does not parse"
             return await self._refuse(request, Refusal(502, why, Ecosystem.NPM, name))
-        ours, base = f"http://{request.host}/npm/", body.ref.origin or self.registries.npm
-        for version in (doc.get("versions") or {}).values():
-            dist = version.get("dist") if isinstance(version, dict) else None
-            if isinstance(dist, dict) and isinstance(dist.get("tarball"), str):
-                url = dist["tarball"]
-                dist["tarball"] = ours + url[len(base) :] if url.startswith(base) else ""
         content_type = NPM_CORGI if corgi else "application/json"
-        return web.Response(body=json.dumps(doc).encode(), content_type=content_type)
+        return web.Response(body=served, content_type=content_type)
 
     async def _npm_tarball(self, request: web.Request, raw: str) -> web.StreamResponse:
         package, _, filename = unquote(raw).partition("/-/")
@@ -466,6 +466,28 @@ class PackageGateway:
         except Refusal as refusal:
             return await self._refuse(request, refusal)
         return self._file(body)
+
+
+def _json_object(path: Path) -> dict[str, Any]:
+    doc = json.loads(path.read_bytes())
+    if not isinstance(doc, dict):
+        raise ValueError("not a JSON object")
+    return doc
+
+
+@functools.lru_cache(maxsize=16)
+def _npm_document(path: str, sha256: str, ours: str, base: str) -> bytes:
+    """An npm document with its tarball URLs made the gateway's (`sha256` names the blob at
+    `path`: the same blob and origins give the same bytes, kept for the next ask)."""
+    doc = _json_object(Path(path))
+    if not isinstance(doc.get("versions") or {}, dict):
+        raise ValueError("not an npm document")
+    for version in (doc.get("versions") or {}).values():
+        dist = version.get("dist") if isinstance(version, dict) else None
+        if isinstance(dist, dict) and isinstance(dist.get("tarball"), str):
+            url = dist["tarball"]
+            dist["tarball"] = ours + url[len(base) :] if url.startswith(base) else ""
+    return json.dumps(doc).encode()
 
 
 def _json_files(doc: dict[str, Any]) -> list[dict[str, Any]]:
