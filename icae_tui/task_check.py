@@ -10,8 +10,8 @@ accepts but a run cannot use (`data_problems`):
               `input` (it would send `null`);
   fixtures  — a fixture path that is also the folder of another (`a` and `a/b`), an empty
               path part (`a//b`, `a/`);
-  recipes   — `[oracle]` with no `oracle/` folder (nothing to copy into the oracle image), an
-              empty `delivery.build`.
+  recipes   — `[oracle]` with neither a pinned `package` nor an `oracle/` folder (nothing
+              to put in the oracle image), an empty `delivery.build`.
 
 Image. A task whose image cannot be had fails (`image_problems`): its language is one no
 registry here provides (domain/runtimes.py REFUSALS: the message names what to supply), or
@@ -121,9 +121,12 @@ def case_problems(task: Task) -> Iterable[Problem]:
 
 
 def recipe_problems(task: Task) -> Iterable[Problem]:
-    root = Path(task.root)
-    if task.spec.oracle is not None and not (root / "oracle").is_dir():
-        yield Problem(task.id, "oracle/", "", "missing: [oracle] needs the golden code here")
+    root, oracle = Path(task.root), task.spec.oracle
+    # a pinned registry package (`pip:NAME==V`, `npm:NAME@V`) is the oracle's code: its image
+    # installs it, and oracle/ has nothing to add
+    if oracle is not None and not oracle.package and not (root / "oracle").is_dir():
+        yield Problem(task.id, "oracle/", "", "missing: [oracle] needs the golden code here "
+                      "(or a pinned registry package in [oracle] package)")  # fmt: skip
     if not task.spec.delivery.build.strip():
         yield Problem(task.id, "task.toml", "delivery.build", "empty: the build gate runs it")
 

@@ -51,11 +51,26 @@ def test_records_cases_fixtures_and_recipes_are_checked(tmp_path):
         "mini: cases/enhanced/more.json: field 'cases[0].files.c//d': an empty path part",
         "mini: cases/enhanced/more.json: field 'cases[1].input': missing: a dispatcher task's "
         "case sends its input as JSON",
-        "mini: oracle/: missing: [oracle] needs the golden code here",
+        "mini: oracle/: missing: [oracle] needs the golden code here (or a pinned registry "
+        "package in [oracle] package)",
         "mini: user_agent/L1.json: field 'oracle_data.hidden_constraints[1].oracle_response': "
         "empty: nothing to reveal",
         "mini: user_agent/L1.json: field 'oracle_data.hidden_constraints[1].trigger_keywords[2]'"
         ": empty",
+    ]
+
+
+def test_a_pinned_package_is_the_oracles_code_and_needs_no_oracle_folder(tmp_path):
+    """Issue 38 item 4: `[oracle] package` installs the oracle at image build; oracle/ holds
+    nothing then. A task with neither is still refused."""
+    folder = copy_mini(tmp_path)
+    shutil.rmtree(folder / "oracle")
+    edit_toml(folder, "[oracle]\n", '[oracle]\npackage = "pip:mini-tool==1.0.2"\n')
+    assert data_problems(load_mini(folder)) == []
+    edit_toml(folder, 'package = "pip:mini-tool==1.0.2"\n', "")
+    assert lines(data_problems(load_mini(folder))) == [
+        "mini: oracle/: missing: [oracle] needs the golden code here (or a pinned registry "
+        "package in [oracle] package)",
     ]
 
 

@@ -11,8 +11,10 @@ fuzzer, on the tree's `run_differential_test/BaseRepoAdapter.py`) with its agent
   the caller gives, sandbox/docker/fuzz.py), never on the host, and what it prints is
   validated and bounded before anything is written. Each case's `category` is its command
   pattern, `mount_files` its fixtures under the work directory `/test_data`, `prep_script`
-  its prep line, `env_vars` exported before its command. A category's first case (the
-  fuzzers' edge case) is public, the others hidden.
+  its prep line (null: none), `env_vars` exported before its command. A category's first
+  case (the fuzzers' edge case) is public, the others hidden. A case with a NUL in its
+  command, prep line or an exported value is left out, with a warning naming it: no argv
+  carries a NUL, so both sides would fail alike in the shell: the case would test the shell.
 - CLI-Tool-Bench stores no expected output (it judges each case against the live oracle,
   as runs here do). Given an oracle runner (the command's: the oracle image built from the
   task's recipe, each case run once in its box, third-party code never on the host), each
@@ -58,6 +60,7 @@ from icae_tui.importers.json_format import OURS, dump
 from icae_tui.importers.operator_edits import Edits, Found, Listed, read_edits
 from icae_tui.importers.problems import Problem, Severity, errors_in, field_path
 from icae_tui.importers.toml_text import TomlValue, toml_table
+from icae_tui.safe_text import printable
 from icae_tui.sandbox.docker.requires import debian_clients
 
 SEED = 20260101  # every import's cases, unless --seed says otherwise
@@ -120,7 +123,7 @@ class FuzzCase(BaseModel):
 
     command: Annotated[str, StringConstraints(min_length=1, max_length=20_000)]
     category: Annotated[str, StringConstraints(min_length=1, max_length=500)] = "UNKNOWN"
-    prep_script: Text = ""
+    prep_script: Text | None = ""  # null: no prep, as CLI-Tool-Bench runs one only when set
     mount_files: dict[Annotated[str, StringConstraints(min_length=1, max_length=500)], Text] = (
         Field(default_factory=dict, max_length=500)
     )
@@ -246,6 +249,16 @@ def _slug(category: str, taken: set[str]) -> str:
         name, n = f"{base}_{n}", n + 1
     taken.add(name)
     return name
+
+
+def _nul_in(case: FuzzCase) -> str | None:
+    """The field of `case` that holds a NUL where it becomes a shell line's argv (its
+    command, its prep line, an exported variable's value), if one does."""
+    if "\0" in case.command:
+        return "command"
+    if "\0" in (case.prep_script or ""):
+        return "prep_script"
+    return next((f"env_vars.{k}" for k, v in case.env_vars.items() if "\0" in v), None)
 
 
 def _command(case: FuzzCase) -> str:
@@ -417,16 +430,26 @@ def build_task(
     for level in ("L1", "L2", "L3", "ground"):
         files[f"prd/{level}.md"] = prd
         files[f"user_agent/{level}.json"] = ua
-    by_category: dict[str, list[FuzzCase]] = {}
+    by_category: dict[str, list[tuple[int, FuzzCase]]] = {}
     case_files: dict[str, tuple[str, list[Case]]] = {}
-    for case in out.cases:
-        by_category.setdefault(case.category, []).append(case)
+    for i, case in enumerate(out.cases):
+        if (where := _nul_in(case)) is not None:
+            result.problems.append(Problem(Severity.WARNING, shown, f"cases[{i}].{where}",
+                                           f"a NUL in the case ({printable(case.command, limit=80)}"
+                                           "): no argv can carry one, so both sides would fail "
+                                           "in the shell alike; the case is left out"))  # fmt: skip
+            continue
+        by_category.setdefault(case.category, []).append((i, case))
+    if not by_category:
+        result.problems.append(Problem(Severity.ERROR, shown, "cases",
+                                       "every case was left out: none is left to judge by"))  # fmt: skip
+        return None
     taken: set[str] = set()
     for original, cases in by_category.items():
         category = renamed.sub(called, original)
         stem = _slug(category, taken)
         made = []
-        for c in cases:
+        for i, c in cases:
             try:
                 command = renamed.sub(called, _command(c))
                 made.append(Case(command=command, pattern=category, prep=c.prep_script or None,
@@ -434,7 +457,7 @@ def build_task(
             except ValidationError as err:
                 first = err.errors()[0]
                 result.problems.append(Problem(Severity.ERROR, shown, field_path(
-                    first["loc"], f"cases[{out.cases.index(c)}]"), first["msg"]))  # fmt: skip
+                    first["loc"], f"cases[{i}]"), first["msg"]))  # fmt: skip
                 return None
         public, hidden = made[:1], made[1:]
         for split, chosen in (("public", public), ("hidden", hidden)):
