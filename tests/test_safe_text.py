@@ -47,7 +47,8 @@ def _judged(stderr: str) -> CaseFinished:
     ("out", "err", "reason"),
     [
         ("", STDERR, "build failed (exit 2): real error\u2028injected"),
-        ("a\nb\x0bc\r\n", "", "build failed (exit 2): b\x0bc"),  # stdout when stderr is empty
+        # stdout when stderr is empty, saying so (issue 38, item 10)
+        ("a\nb\x0bc\r\n", "", "build failed (exit 2), no output on stderr: b\x0bc"),
         ("", "make: ***  \n\n", "build failed (exit 2): make: ***"),
         ("", "", "build failed (exit 2): no output"),
     ],

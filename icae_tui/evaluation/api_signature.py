@@ -6,7 +6,7 @@ items it names, each looked for in the delivery's source text (never run):
 | item | read from the signature | honoured when |
 | --- | --- | --- |
 | file | a path under the workspace (`/workspace/semver.py`) | the delivery has that file |
-| function | `def f(`, `function f(`, `func f(`, `fn f(` | a source defines `f` that way, or binds `f = function / lambda / (…) =>` |
+| function | `def f(`, `function f(`, `func f(`, `fn f(`, or a bare annotated `f(a: str) -> str` | a source defines `f` that way, or binds `f = function / lambda / (…) =>` |
 | class | `class C` | a source has `class C` (or `struct` / `interface` / `type` C) |
 | command | the choices of the first `<a\\|b\\|c>` after the tool's name | a source holds `"a"` (or `'a'`, `` `a` ``) as a literal, or `a:` as an object key (`{ a: run }`) |
 | option | `--flag`, and `-n` standing alone | a source holds the flag (`--flag` not inside a longer word) |
@@ -27,6 +27,17 @@ ItemKind = Literal["file", "function", "class", "command", "option"]
 
 _PATH = re.compile(r"(?<![\w.-])(/[\w.+-]+(?:/[\w.+-]+)*\.[A-Za-z0-9]+)")
 _FUNC = re.compile(r"\b(?:def|function|func|fn)\s+([A-Za-z_$][\w$]*)\s*\(")
+# A bare signature as ICAE writes one, `handle_operation(operation: str, payload: dict) -> str`
+# (TypeScript's `f(a: number): string` too), its parameters possibly over several lines:
+# annotated — a `name: type` parameter or a return type — so prose's `see f(x)` is no item.
+# A qualifier (`Store.get(…)`) is skipped: the method is looked for as a function.
+_BARE = re.compile(
+    r"(?<![\w$.])(?:[A-Za-z_$][\w$]*\.)*([A-Za-z_$][\w$]*)\(([^()]*)\)"
+    r"([ \t]*(?:->|:)[ \t]*[\w\[{<'\"])?"
+)
+# a parameter that starts `name: type` (`*args: int`, TypeScript's `opt?: string`), not a
+# literal's `{a: 1}` or `"a: b"` in a call shown as an example
+_ANNOTATED = re.compile(r"^\s*\*{0,2}[A-Za-z_$][\w$]*\??\s*:\s*[\w\[{<'\"]")
 _CLASS = re.compile(r"\bclass\s+([A-Za-z_$][\w$]*)")
 _CHOICES = re.compile(r"(?<![\w.-])([A-Za-z][\w.-]*)\s+<([\w-]+(?:\|[\w-]+)+)>")
 _LONG = re.compile(r"(?<![\w-])(--[A-Za-z][\w-]*)")
@@ -47,6 +58,10 @@ def items_of(signature: str, workspace: str) -> list[tuple[ItemKind, str]]:
             add("file", path[len(prefix) :])
     for name in _FUNC.findall(signature):
         add("function", name)
+    for bare in _BARE.finditer(signature):
+        params = bare.group(2).split(",")
+        if bare.group(3) or any(_ANNOTATED.match(p) for p in params):
+            add("function", bare.group(1))
     for name in _CLASS.findall(signature):
         add("class", name)
     if choices := _CHOICES.search(signature):

@@ -4,7 +4,8 @@ exactly as ICAE-EVAL scores them. Pure: no engine.
 ICAE-EVAL compares each case's captured output file with the case's `expected_output` on
 the host: the file read as text (UTF-8, an undecodable byte as U+FFFD, universal newlines:
 `\r\n` and `\r` read as `\n`) must equal the stored string (a stored value that is not a
-string is compared as its `json.dumps`; the importer stores that text). Exit code, stderr and
+string is compared as its `json.dumps`; the importer stores that text) — so a stored string
+holding a `\r` is never equalled there, not even by the same bytes. Exit code, stderr and
 side effects are not part of its protocol. Here the delivery's command is the case's whole
 run (for an ICAE import, the protocol's adapter, importers/icae_contract.py: its stdout is the
 captured file, or a line saying none was captured), so:
@@ -63,6 +64,10 @@ def reference_run(expected: str) -> SideRun:
 
 
 def same_as_stored(delivery: SideOutcome, expected: str) -> bool:
+    if "\r" in expected:
+        # ICAE compares its translated read with the stored string as stored: a carriage
+        # return there is never equalled, not even by the very same bytes
+        return False
     raw = expected.encode()
     if delivery.run.stdout_sha256 == hashlib.sha256(raw).hexdigest():
         return True  # byte-identical, however long
@@ -96,6 +101,8 @@ def judge_expected(task: Task, ref: CaseRef, delivery: Attempt) -> CaseResult:
                           m.FM_SCORE: fm_score})  # fmt: skip
     if not em:
         reason = f"stdout differs from {STORED} (similarity {fm_score:.2f})"
+        if "\r" in expected:
+            reason += "; it holds a carriage return, which ICAE-EVAL's reading never yields"
         if d.exit_code != 0:
             reason += f"; exit code {d.exit_code}"
             if d.stderr.strip():

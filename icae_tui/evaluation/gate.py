@@ -10,6 +10,7 @@ refused twice, the delivery failed the gate (an agent must not dodge its cases t
 from __future__ import annotations
 
 import asyncio
+import re
 
 from icae_tui.domain.events import BuildChecked
 from icae_tui.domain.task import Task
@@ -88,8 +89,10 @@ async def start_package_proxy(box: Box, packages: PackageGateway) -> tuple[dict[
     ({}, why) when it cannot run there (a box with no python3, a backend that mounts no
     channel): the run goes on, with nothing to install from, as it says."""
     if why := await _start_forwarder(box, BOX_PORT, packages.box_socket, PACKAGE_PROXY_LOG):
-        return {}, f"packages: the gateway's forwarder did not start in the box ({why}): " \
+        return {}, (
+            f"packages: the gateway's forwarder did not start in the box ({why}): "
             "nothing can be installed in this run"
+        )
     return box_env(BOX_PORT), ""
 
 
@@ -161,8 +164,41 @@ async def build_gate(
     return BuildChecked(ok=ok, exit_code=res.exit_code, reason=reason, stdout=out, stderr=errs)
 
 
+# The line that names a build's error, tried in this order on the stream's lines:
+# an exception line (`SyntaxError: …` from Node or Python, `Error [ERR_X]: …`, Ruby's), a compiler's
+# `error:` / `error[E0425]:`, then any line with the word "error" (`error TS2304`, `Error 1`).
+_EXCEPTION = re.compile(
+    r"^(?:Uncaught\s+)?(?:[A-Za-z_][\w.]*)?(?:Error|Exception)(?:\s+\[[\w-]+\])?:\s"
+    r"|\((?:\w+::)*\w*(?:Error|Exception)\)$"  # Ruby's `file.rb:3:in 'f': … (NameError)`
+)
+_COMPILER_ERROR = re.compile(r"(?i)\berror(?:\[\w+\])?:")
+_ANY_ERROR = re.compile(r"(?i)\berror\b")
+_TRACEBACK = "Traceback (most recent call last):"
+
+
+def _error_line(text: str) -> str:
+    """The line of a build's output that says what failed: for a Python traceback, its
+    exception line (the last traceback's first unindented line: chained ones come before,
+    notes after); else the first error-shaped line (not the last: a Node crash ends with its
+    version banner, a make with its `Error 1`); else the last non-empty line. Lines split at "\\n" only: splitlines() would let a U+2028 hide the start of one."""
+    lines = [line.rstrip() for line in text.split("\n")]
+    if _TRACEBACK in lines:
+        after = lines[len(lines) - lines[::-1].index(_TRACEBACK) :]
+        if found := next((x for x in after if x.strip() and not x[0].isspace()), ""):
+            return found
+    stripped = [x.strip() for x in lines if x.strip()]
+    for shape in (_EXCEPTION, _COMPILER_ERROR, _ANY_ERROR):
+        if found := next((x for x in stripped if shape.search(x)), ""):
+            return found
+    return stripped[-1] if stripped else ""
+
+
 def failed_build_reason(exit_code: int | None, out: str, err: str) -> str:
-    """The exit code and the last line of stderr (else stdout): split at "\\n" only, since
-    splitlines() would let a U+2028 in the build's output hide the start of that line."""
-    last = (err.strip() or out.strip() or "no output").split("\n")[-1][:200]
-    return f"build failed (exit {exit_code}): {last}"
+    """The exit code and the line of stderr that names the error (`_error_line`); when
+    stderr is empty, that of stdout, saying stderr was empty. The whole of both streams is
+    on the BuildChecked event (its tails), for displays to show under this line."""
+    if line := _error_line(err):
+        return f"build failed (exit {exit_code}): {line[:200]}"
+    if line := _error_line(out):
+        return f"build failed (exit {exit_code}), no output on stderr: {line[:200]}"
+    return f"build failed (exit {exit_code}): no output"
