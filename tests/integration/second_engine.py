@@ -2,9 +2,10 @@
 root, exec root and Unix socket, answering on a loopback TCP port (`tcp://` is not a local
 socket to the docker backend, so it mounts nothing of this host and relays the channels),
 with a bridge of its own (never `--bridge none`: a dockerd started so deletes `docker0`,
-the first engine's bridge, on its way up) and no iptables of its own. The base image is
-copied into it from the first engine (`docker save | docker load`), so its task images build
-as they would anywhere."""
+the first engine's bridge, on its way up) and no iptables of its own. The base images, and the
+python recipe's runtime image when the first engine has it, are copied into it from the first
+engine (`docker save | docker load`): with no iptables its build containers cannot reach the
+Debian mirror, so a runtime it had to build would wait on apt for ever."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from icae_tui.sandbox.docker.images import BASE_IMAGE
+from icae_tui.domain.runtimes import Release, recipe_for
+from icae_tui.sandbox.docker.images import runtime_image_name
 
 START_S = 60.0
 
@@ -38,6 +40,21 @@ class SecondEngine:
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(["docker", "-H", f"unix://{self.socket}", *args],
                               capture_output=True, text=True, check=False)  # fmt: skip
+
+
+def _images_to_copy() -> list[str]:
+    """The Debian bases and the python runtime built on trixie: those the first engine has."""
+    names = [Release.BOOKWORM.base, Release.TRIXIE.base]
+    python = recipe_for("python")
+    found = subprocess.run(["docker", "image", "inspect", "-f", "{{.Id}}", Release.TRIXIE.base],
+                           capture_output=True, text=True, check=False)  # fmt: skip
+    if python is not None and found.returncode == 0:
+        names.append(runtime_image_name(found.stdout.strip(), python))
+    have = [n for n in names if subprocess.run(["docker", "image", "inspect", n],
+                                               capture_output=True, check=False).returncode == 0]
+    if Release.BOOKWORM.base not in have:
+        raise RuntimeError(f"the first engine has no {Release.BOOKWORM.base} to copy")
+    return have
 
 
 def _free_port() -> int:
@@ -81,7 +98,7 @@ def second_engine() -> Iterator[SecondEngine]:
                 raise RuntimeError("the second dockerd did not start:\n"
                                    + (folder / "dockerd.log").read_text()[-2000:])  # fmt: skip
             time.sleep(0.1)
-        save = subprocess.Popen(["docker", "save", BASE_IMAGE], stdout=subprocess.PIPE)
+        save = subprocess.Popen(["docker", "save", *_images_to_copy()], stdout=subprocess.PIPE)
         load = subprocess.run(["docker", "-H", f"unix://{sock}", "load"], stdin=save.stdout,
                               capture_output=True, check=False)  # fmt: skip
         save.wait()
