@@ -21,6 +21,35 @@ from icae_tui.evaluation.differential import case_call, case_limits, default_con
 from icae_tui.evaluation.verdict import oracle_agrees
 from icae_tui.sandbox.base import Role, Sandbox
 
+WHOLE = 60  # both outputs this short are shown whole: nothing cut, nothing to locate
+AROUND = 30  # else each is shown this many characters either side of the first difference
+
+
+def first_difference(stored: str, oracle: str) -> str:
+    """Where a stored output and the oracle's differ, for a reader: both whole when short;
+    else their lengths, the first differing character's index and each one's window there
+    (a cut at a fixed length showed two equal prefixes when the difference lay further on).
+    Starts with "stored" and holds no "; " of its own (task_check.py picks it out so)."""
+    if len(stored) <= WHOLE and len(oracle) <= WHOLE:
+        return f"stored {stored!r}, oracle {oracle!r}"
+    at = next((i for i, (a, b) in enumerate(zip(stored, oracle, strict=False)) if a != b),
+              min(len(stored), len(oracle)))  # fmt: skip
+    start = max(0, at - AROUND)
+
+    def window(text: str) -> str:
+        end = at + AROUND
+        return ("…" if start else "") + repr(text[start:end]) + ("…" if end < len(text) else "")
+
+    if at < min(len(stored), len(oracle)):
+        where = f"first differ at character {at}"
+    elif len(stored) == len(oracle):  # equal as text (the bytes differed in undecodable ones)
+        where = "equal as text"
+    else:
+        shorter = "stored" if len(stored) < len(oracle) else "oracle"
+        where = f"the {shorter} output is a prefix of the other, which goes on at character {at}"
+    return (f"stored {len(stored)} characters, oracle {len(oracle)}, {where}: "
+            f"stored {window(stored)}, oracle {window(oracle)}")  # fmt: skip
+
 
 @dataclass(frozen=True)
 class CaseCheck:
@@ -76,7 +105,5 @@ async def verify_task(
         if not deterministic:
             detail.append("the oracle's two runs differ")
         if not matches:
-            detail.append(
-                f"stored {ref.case.expected_output[:60]!r}, oracle {first.run.stdout[:60]!r}"
-            )
+            detail.append(first_difference(ref.case.expected_output, first.stored_stdout))
         yield CaseCheck(ref.id, deterministic, matches, "; ".join(detail))

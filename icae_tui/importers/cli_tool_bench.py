@@ -22,6 +22,10 @@ fuzzer, on the tree's `run_differential_test/BaseRepoAdapter.py`) with its agent
   and `check` hold the oracle to later (a rebuilt image that answers otherwise, a case that
   varies from run to run), and what a reader of the case sees it print. A case whose oracle
   run broke a bound of its box is said; an oracle image that does not build fails the tool.
+- the tool's name (the command its cases call, moved off PATH in the oracle's image) is the
+  one its repository gives it (console scripts, npm bins, the package's or folder's name),
+  else its prompt's, confirmed by the cases calling it; a system command (`cat FILE | tool`)
+  only when the repository installs or is named so; an ambiguous one fails the tool.
 - an adapter's `sanitize_stdout` (CLI-Tool-Bench masks volatile output with it before
   comparing) is third-party code, not run here: the import warns that there is one.
 - the oracle's recipe is the adapter's (`install_oracle`, `base_image`, recorded in
@@ -228,12 +232,135 @@ def _unwrap(command: str) -> str:
     return command
 
 
-def _tool_name(cases: list[FuzzCase]) -> str | None:
-    firsts = Counter(c.category.split()[0] for c in cases if c.category.split())
-    for name, _ in firsts.most_common():
-        if _TOOL.match(name):
-            return name
-    return None
+# Debian bookworm minbase's (the base image's) /usr/bin and /bin, and python3's: a tool is
+# never named so from its cases or prompt alone (`cat FILE | tool` would make it `cat`, and the
+# import would move the system's cat off PATH); only the repository itself can say so.
+_SYSTEM = """
+    [ arch awk b2sum base32 base64 basename basenc bash cat chcon chgrp chmod chown chroot cksum
+    cmp comm cp csplit cut dash date dd df diff diff3 dir dircolors dirname du echo egrep env
+    expand expr factor false fgrep find fmt fold getopt grep groups gunzip gzip head hostid
+    hostname id install join kill link ln logname ls mawk md5sum mkdir mkfifo mknod mktemp more
+    mount mv nice nl nohup nproc numfmt od paste pathchk perl pinky pr printenv printf ptx pwd
+    python python3 readlink realpath rm rmdir runcon sdiff sed seq sh sha1sum sha224sum sha256sum
+    sha384sum sha512sum shred shuf sleep sort split stat stdbuf stty su sum sync tac tail tar tee
+    test timeout touch tr true truncate tsort tty umount uname unexpand uniq unlink users vdir
+    wc which who whoami xargs yes zcat
+"""
+SYSTEM_COMMANDS = frozenset(_SYSTEM.split())
+_SEGMENT = re.compile(r"\|\|?|&&|;|\$\(|`|\n")  # where a shell line's next command starts
+_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def _called_words(text: str) -> list[str]:
+    """The words in command position of a shell line (each pipeline member's, each list
+    member's, each substitution's), skipping `VAR=value` prefixes and `export`."""
+    words = []
+    for segment in _SEGMENT.split(text):
+        parts = [w for w in segment.replace("(", " ").split() if not _ASSIGN.match(w)]
+        if parts and parts[0] not in ("export", "exec", "time", "!"):
+            words.append(parts[0])
+    return words
+
+
+def _script_names(text: str) -> list[str]:
+    """The `NAME = module:func` entries of a console_scripts listing (setup.cfg, setup.py)."""
+    return re.findall(r"""(?m)(?:^|["'\[,])\s*([A-Za-z0-9][\w.-]*)\s*=\s*[\w.]+:[\w.]+""", text)
+
+
+@dataclass(frozen=True)
+class Declared:
+    """What a tool's repository says it is called: the executables its metadata installs
+    (console scripts, npm bins) and the names it goes by (its package's, its folder's)."""
+
+    executables: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)  # the package's own name (the repository's)
+    folders: list[str] = field(default_factory=list)  # the repository's folder name(s)
+
+
+def declared_names(tool: str, source: str) -> Declared:
+    """The names `tool`'s repository gives its command: a local checkout's package metadata
+    (pyproject.toml, setup.cfg, setup.py, package.json), a pinned package's name, and the
+    repository's folder name (`owner/<repo>`, the checkout's folder)."""
+    executables: list[str] = []
+    names: list[str] = []
+    folders = [tool.rsplit("/", 1)[-1].lower()]
+    if (pinned := re.match(PINNED_PACKAGE, source)) is not None:
+        spec = pinned.group(0).split(":", 1)[1]
+        names.append(re.split(r"==|@(?=[0-9])", spec)[0].rsplit("/", 1)[-1].lower())
+        return Declared(executables, names, folders)
+    checkout = Path(source).expanduser()
+    folders.append(checkout.resolve().name.lower())
+
+    def text(name: str) -> str:
+        try:
+            return _read(checkout / name, MAX_SOURCE).decode("utf-8")
+        except (ValueError, UnicodeDecodeError, OSError):
+            return ""
+
+    try:
+        pyproject = tomllib.loads(text("pyproject.toml"))
+    except tomllib.TOMLDecodeError:
+        pyproject = {}
+    tools = pyproject.get("tool")
+    poetry = tools.get("poetry") if isinstance(tools, dict) else None
+    project = pyproject.get("project")
+    for table in (project, poetry):  # PEP 621's, then Poetry's
+        if isinstance(table, dict):
+            scripts = table.get("scripts", {})
+            executables += list(scripts) if isinstance(scripts, dict) else []
+            names += [table["name"]] if isinstance(table.get("name"), str) else []
+    setup_cfg, setup_py = text("setup.cfg"), text("setup.py")
+    for found in (setup_cfg, setup_py):
+        if "console_scripts" in found:
+            executables += _script_names(found.split("console_scripts", 1)[1])
+    names += re.findall(r"(?m)^name\s*=\s*([\w.-]+)\s*$", setup_cfg)[:1]
+    names += re.findall(r"""\bname\s*=\s*["']([\w.-]+)["']""", setup_py)[:1]
+    try:
+        package = json.loads(text("package.json") or "{}")
+    except ValueError:
+        package = {}
+    if isinstance(package, dict):
+        npm_name = package.get("name")
+        npm_name = npm_name.rsplit("/", 1)[-1] if isinstance(npm_name, str) else None
+        bins = package.get("bin")
+        if isinstance(bins, dict):
+            executables += [k.rsplit("/", 1)[-1] for k in bins if isinstance(k, str)]
+        elif isinstance(bins, str) and npm_name:
+            executables.append(npm_name)  # npm names a single bin after the package
+        names += [npm_name] if npm_name else []
+    return Declared([e.lower() for e in executables], [n.lower() for n in names], folders)
+
+
+def tool_name(
+    declared: Declared, prompt_name: str | None, cases: list[FuzzCase]
+) -> tuple[str | None, str]:
+    """The command the cases call the tool by: the name its repository (or else the prompt)
+    gives it, confirmed by the cases calling it; a system command only when the repository
+    installs or is named so. (None, why) when no such name, or more than one, is left."""
+    called = Counter(w for c in cases for text in (c.category, c.command)
+                     for w in set(_called_words(text)))  # fmt: skip
+
+    def confirmed(names: list[str], repository_says: set[str]) -> list[str]:
+        return list(dict.fromkeys(n for n in names if _TOOL.match(n) and called[n]
+                                  and (n in repository_says or n not in SYSTEM_COMMANDS)))  # fmt: skip
+
+    # the executables it installs; else its package's or folder's name; else the prompt's
+    own = set(declared.executables) | set(declared.names)  # a system name only from these
+    tiers = [declared.executables, [*declared.names, *declared.folders],
+             [prompt_name] if prompt_name else []]  # fmt: skip
+    for names in tiers:
+        found = confirmed(names, own)
+        if len(found) == 1:
+            return found[0], ""
+        if len(found) > 1:
+            if prompt_name in found:  # the prompt settles which of the repository's it is
+                return prompt_name, ""
+            return None, f"the cases call more than one of its names: {', '.join(found)}"
+    said = list(dict.fromkeys([*declared.executables, *declared.names, *declared.folders,
+                               *([prompt_name] if prompt_name else [])]))  # fmt: skip
+    most = [w for w, _ in called.most_common(5)]
+    return None, (f"the repository and prompt name it {', '.join(said) or 'nothing'}, and the "
+                  f"cases call none of these (they call {', '.join(most) or 'nothing'})")  # fmt: skip
 
 
 def _prompt_name(prompt: str) -> str | None:
@@ -393,16 +520,16 @@ def build_task(
 ) -> _Built | None:  # fmt: skip
     shown = f"{REPO_DIR}/{tool}/start.py"
     needs = needs or Needs()
-    name = _tool_name(out.cases)
-    if name is None:
-        result.problems.append(Problem(Severity.ERROR, shown, "cases[].category",
-                                       "no category starts with a command name"))  # fmt: skip
-        return None
     prompt_rel = PROMPT.format(tool=tool)
     try:
         prompt = _read(tree / prompt_rel, MAX_PROMPT).decode("utf-8")
     except (ValueError, UnicodeDecodeError) as err:
         result.problems.append(Problem(Severity.ERROR, prompt_rel, "", str(err)))
+        return None
+    name, unclear = tool_name(declared_names(tool, source), _prompt_name(prompt), out.cases)
+    if name is None:
+        result.problems.append(Problem(Severity.ERROR, shown, "cases[].category",
+                                       f"which command is the tool is not clear: {unclear}"))  # fmt: skip
         return None
     oracle, golden, problem = _oracle(tool, name, source, out.install, shown)
     if problem is not None:

@@ -11,6 +11,7 @@ export: the imported tasks (`--task` names some) as an ICAE-EVAL tree under OUT.
 from __future__ import annotations
 
 import argparse
+import tomllib
 from pathlib import Path
 
 from icae_tui.domain.outcome import SideOutcome
@@ -55,18 +56,33 @@ def add_arguments(tasks: argparse.ArgumentParser) -> None:
                        help="cli-tool-bench: the seed its fuzzers generate the cases with")  # fmt: skip
 
 
-def _task_line(task: TaskImport) -> str:
+def _oracle_package(folder: Path) -> str | None:
+    """The imported task's `[oracle] package` (`pip:NAME==V`, `npm:NAME@V`), if it has one."""
+    try:
+        oracle = tomllib.loads((folder / "task.toml").read_text(encoding="utf-8")).get("oracle")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    package = oracle.get("package") if isinstance(oracle, dict) else None
+    return package if isinstance(package, str) else None
+
+
+def _task_line(task: TaskImport, into: Path | None = None) -> str:
     head = f"{task.task_id} ({task.alias}): {task.outcome.value}"
-    if task.reference is not None:
-        head += f" · {JUDGED[task.reference]}"
-    return head
+    if task.reference is None:
+        return head
+    # a pinned package has no golden repository: say which package the cases are held to
+    package = _oracle_package(into / task.task_id) if into is not None else None
+    if task.reference is Reference.ORACLE and package is not None:
+        pinned = package.split(":", 1)[-1]  # NAME==V (pip), NAME@V (npm)
+        return f"{head} · cases differential against the pinned registry package {pinned}"
+    return head + f" · {JUDGED[task.reference]}"
 
 
 def print_import(report: ImportReport, what: str = "aliases") -> None:
     for problem in report.problems:
         print(printable(str(problem), limit=500))
     for task in report.tasks:
-        print(printable(_task_line(task), limit=500))
+        print(printable(_task_line(task, report.into), limit=500))
         for problem in sorted(task.problems, key=lambda p: _ORDER[p.severity]):
             print("  " + printable(str(problem), limit=500))
     counts = ", ".join(f"{report.count(o)} {o.value}" for o in Outcome if o is not Outcome.FAILED)
