@@ -4,13 +4,16 @@ The import owns some of a task folder (`MANAGED`: task.toml, the PRDs, the user-
 the cases, the oracle and what it kept of the source); a file there that the import does not
 give again is removed. The rest (solutions/, recordings/, tools/) is the user's and is left
 alone. A file is rewritten only when its bytes (or, for a copied file, its mode) differ. No
-link in the managed part is followed: a write or a removal never leaves the task folder.
+link in the managed part is followed: a write or a removal never leaves the task folder. A
+`Link` is written as a symbolic link (its target as given: the caller keeps it inside).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -26,13 +29,25 @@ class Change(StrEnum):
 
 
 @dataclass(frozen=True)
+class Link:
+    """A symbolic link to write, e.g. a golden repository's workspace member."""
+
+    target: str
+
+
+Content = bytes | Path | Link
+
+
+@dataclass(frozen=True)
 class Synced:
     change: Change
     written: int
     removed: int
 
 
-def _same(path: Path, content: bytes | Path) -> bool:
+def _same(path: Path, content: Content) -> bool:
+    if isinstance(content, Link):
+        return path.is_symlink() and os.readlink(path) == content.target
     if not path.is_file() or path.is_symlink():
         return False
     if isinstance(content, Path):
@@ -56,20 +71,24 @@ def _real_folders(folder: Path, path: Path) -> None:
         current.mkdir(exist_ok=True)
 
 
-def _write(folder: Path, path: Path, content: bytes | Path) -> None:
+def _write(folder: Path, path: Path, content: Content) -> None:
     _real_folders(folder, path)
     if path.is_symlink() or path.is_dir():
         path.unlink() if path.is_symlink() else shutil.rmtree(path)
-    if isinstance(content, Path):
+    elif path.exists():
+        path.unlink()  # a file a link replaces
+    if isinstance(content, Link):
+        path.symlink_to(content.target)
+    elif isinstance(content, Path):
         shutil.copyfile(content, path)
         shutil.copymode(content, path)
     else:
         path.write_bytes(content)
 
 
-def sync_folder(folder: Path, files: dict[str, bytes | Path]) -> Synced:
-    """Make the managed part of `folder` hold exactly `files` (relative path → bytes, or the
-    file to copy)."""
+def sync_folder(folder: Path, files: Mapping[str, Content]) -> Synced:
+    """Make the managed part of `folder` hold exactly `files` (relative path → bytes, the
+    file to copy, or a link)."""
     created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
     written = removed = 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -161,13 +162,29 @@ def _inside(out: Path, rel: str) -> Path | None:
     return path
 
 
+def _link(path: Path, target: str) -> bool:
+    if path.is_symlink() and os.readlink(path) == target:
+        return False
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.symlink_to(target)
+    return True
+
+
 def _copy_tree(src: Path, dst: Path, skip: Collection[str] = ()) -> int:
     """Copy the files of `src` (but those whose path in it `skip` names) under `dst`, with
-    their mode; the number of files."""
+    their mode, and its links as links (the import kept only those staying inside it); the
+    number of files and links."""
     count = 0
-    for path in sorted(src.rglob("*")):
+    for path in sorted(src.rglob("*")):  # a linked folder is not walked: its link is copied
         rel = path.relative_to(src).as_posix()
-        if path.is_file() and not path.is_symlink() and rel not in skip:
+        if path.is_symlink() and rel not in skip:
+            count += 1
+            _link(dst / rel, os.readlink(path))
+        elif path.is_file() and rel not in skip:
             count += 1
             target = dst / rel
             if _write(target, path.read_bytes()):

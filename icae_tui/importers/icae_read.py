@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -127,11 +128,18 @@ class AliasData:
     public_from: PublicSource | None = None
     golden: Path | None = None  # the golden repository (runnable or not)
     golden_runs: bool = False  # it holds rcb_tests/test.sh, or the overlay gives it one
+    # its files by their path in it (no .git), and its links that stay inside it (→ target)
+    golden_files: dict[str, Path] = field(default_factory=dict)
+    golden_links: dict[str, str] = field(default_factory=dict)
     tests_repo: Path | None = None  # rcb_tests_repos/<key>/, when the tree has it
     # its files but the case files imported, by their path in it (kept for an export)
     test_files: dict[str, Path] = field(default_factory=dict)
     # rcb_tests/<path> of the rcb_tests repository's harness laid over the golden repository
     overlay: list[str] = field(default_factory=list)
+    # no hidden cases but public ones: imported with those alone (a score over them is no
+    # full one: icae_task marks the task); `no_hidden` is the missing folder's problem
+    public_only: bool = False
+    no_hidden: Problem | None = None
     problems: list[Problem] = field(default_factory=list)
 
     def add(self, severity: Severity, file: str, field_name: str, message: str) -> None:
@@ -260,14 +268,15 @@ def _read_case_dirs(layout: Layout, out: AliasData) -> None:
     if root.parent.is_dir():
         out.tests_repo = root.parent
     if not root.is_dir():
-        out.add(Severity.ERROR, shown, "",
-                "missing: no hidden cases (ICAE-EVAL's authoritative rcb_tests)")  # fmt: skip
+        out.no_hidden = Problem(Severity.ERROR, shown, "",
+                                "missing: no hidden cases (ICAE-EVAL's authoritative rcb_tests)")  # fmt: skip
         return
     for case_dir in CaseDir:
         folder = root / case_dir.value
         if not folder.is_dir():
             if case_dir is CaseDir.NATIVE:
-                out.add(Severity.ERROR, layout.shown(folder), "", "missing: no hidden cases")
+                out.no_hidden = Problem(Severity.ERROR, layout.shown(folder), "",
+                                        "missing: no hidden cases")  # fmt: skip
             elif case_dir is CaseDir.ENHANCED:
                 out.add(Severity.NOTE, layout.shown(folder), "", "missing: no enhanced cases")
             continue
@@ -292,8 +301,61 @@ def _read_case_dirs(layout: Layout, out: AliasData) -> None:
                 files.append(CaseFileData(path.name, source, fixed, data))
         if case_dir is CaseDir.NATIVE and not files and empty == len(found):
             why = "its case files have none" if found else "no *.json"
-            out.add(Severity.ERROR, layout.shown(folder), "", f"no hidden cases ({why})")
+            out.no_hidden = Problem(Severity.ERROR, layout.shown(folder), "",
+                                    f"no hidden cases ({why})")  # fmt: skip
         out.case_dirs[case_dir] = files
+
+
+GIT = ".git"  # a clone's history: no part of the code, never copied
+
+
+def _link_outside(repo: Path, rel: str, path: Path) -> str | None:
+    """Why the link `rel` of `repo` leaves it (None: it stays inside, as a copy of the
+    repository keeps it working)."""
+    target = os.readlink(path)
+    if os.path.isabs(target):
+        return f"an absolute target ({target})"
+    lexical = os.path.normpath(os.path.join(os.path.dirname(rel), target))
+    real = os.path.realpath(path)
+    root = os.path.realpath(repo)
+    if lexical == ".." or lexical.startswith("../") or (
+        real != root and not real.startswith(root + os.sep)
+    ):
+        return f"a target outside the repository ({target})"
+    return None
+
+
+def walk_repo(
+    layout: Layout, repo: Path, add: AddProblem
+) -> tuple[dict[str, Path], dict[str, str]]:
+    """A repository's files and the links that stay inside it (kept as links: a workspace
+    member may be one), by their path in it; its top `.git` is left out (NOTE), a link that
+    leaves it is refused by name (ERROR: a copy of the repository would lack what it names)."""
+    files: dict[str, Path] = {}
+    links: dict[str, str] = {}
+    for top, dirs, names in os.walk(repo):
+        here = Path(top)
+        if here == repo and GIT in dirs + names:
+            add(Severity.NOTE, layout.shown(repo / GIT), "",
+                "a git clone's history: left out of the task (not the repository's code)")  # fmt: skip
+        dirs[:] = sorted(d for d in dirs if not (here == repo and d == GIT))
+        for name in sorted([*names, *(d for d in dirs if (here / d).is_symlink())]):
+            if here == repo and name == GIT:
+                continue
+            path = here / name
+            rel = path.relative_to(repo).as_posix()
+            if path.is_symlink():
+                why = _link_outside(repo, rel, path)
+                if why is not None:
+                    add(Severity.ERROR, layout.shown(path), "",
+                        f"a symbolic link with {why}: a copy of the repository cannot keep "
+                        "it (make it a file or a link inside the repository)")  # fmt: skip
+                else:
+                    links[rel] = os.readlink(path)
+            elif path.is_file():
+                files[rel] = path
+        dirs[:] = [d for d in dirs if not (here / d).is_symlink()]  # a link is kept, not walked
+    return files, links
 
 
 def _keep_test_files(layout: Layout, out: AliasData) -> None:
@@ -305,6 +367,8 @@ def _keep_test_files(layout: Layout, out: AliasData) -> None:
     prefix = f"{TESTS_ROOT}/{out.folder}/"
     for path in sorted(out.tests_repo.rglob("*")):
         rel = path.relative_to(out.tests_repo).as_posix()
+        if rel == GIT or rel.startswith(GIT + "/"):
+            continue  # a clone's history: not the repository's files
         if path.is_symlink():
             out.add(Severity.WARNING, layout.shown(path), "",
                     "a symbolic link: left out of the task (an export lacks it)")  # fmt: skip
@@ -332,19 +396,62 @@ def _choose_public(out: AliasData) -> None:
                             f"{why} the authoritative rcb_tests/{CaseDir.PUBLIC.value}: "
                             "the public cases scored are the authoritative ones")  # fmt: skip
         return
+    used: LevelData | None = None
     for level in levels:
         given = level.data.get(PUBLIC_KEY)
-        if isinstance(given, dict) and given:
-            fixed = [check_case_file(c, lambda *_: None, "") for c in given.values()]
-            out.public = [
-                CaseFileData(name, None, data)
-                for name, data in zip(given, fixed, strict=True)
-                if data is not None
-            ]
-            out.public_from = PublicSource.PRD_JSON
-            out.add(Severity.NOTE, level.json.shown, PUBLIC_KEY,
-                    f"no rcb_tests/{CaseDir.PUBLIC.value}: the public cases are these")  # fmt: skip
-            return
+        if not isinstance(given, dict) or not given:
+            continue
+        if used is not None:
+            _differing_public(out, level, given, used)
+            continue
+        used = level
+        fixed = [check_case_file(c, lambda *_: None, "") for c in given.values()]
+        out.public = [
+            CaseFileData(name, None, data)
+            for name, data in zip(given, fixed, strict=True)
+            if data is not None
+        ]
+        out.public_from = PublicSource.PRD_JSON
+        out.add(Severity.NOTE, level.json.shown, PUBLIC_KEY,
+                f"no rcb_tests/{CaseDir.PUBLIC.value}: the public cases are these")  # fmt: skip
+
+
+def _differing_public(
+    out: AliasData, level: LevelData, given: dict[str, Any], used: LevelData
+) -> None:
+    """Without rcb_tests public cases the task has one set, `used`'s: a level whose own
+    public_test_cases differ is told so (its agent sees other examples than those scored)."""
+    theirs = used.data[PUBLIC_KEY]
+    name_of = f"the {used.difficulty.value} level's ({used.difficulty.level.value}, {used.json.shown})"
+    for name, content in given.items():
+        if theirs.get(name) != content:
+            why = "is not among" if name not in theirs else "differs from"
+            out.add(Severity.WARNING, level.json.shown,
+                    f"{PUBLIC_KEY}[{json.dumps(name, ensure_ascii=False)}]",
+                    f"{why} {name_of} {PUBLIC_KEY}: with no rcb_tests/{CaseDir.PUBLIC.value} "
+                    f"the public cases used for every level are {name_of}")  # fmt: skip
+    for name in theirs:
+        if name not in given:
+            out.add(Severity.WARNING, level.json.shown, PUBLIC_KEY,
+                    f"lacks {name}, which {name_of} {PUBLIC_KEY} has: with no "
+                    f"rcb_tests/{CaseDir.PUBLIC.value} the public cases used for every level "
+                    f"are {name_of}")  # fmt: skip
+
+
+def _public_only(out: AliasData) -> None:
+    """No hidden case: with public cases (and no enhanced ones, which would be scored) the
+    task is offered with those alone, said as a WARNING; else it cannot be imported."""
+    missing = out.no_hidden
+    if missing is None:
+        return
+    if out.public and not out.case_dirs.get(CaseDir.ENHANCED):
+        out.public_only = True
+        out.add(Severity.WARNING, missing.file, missing.field,
+                f"{missing.message}: imported with its {len(out.public)} public case files "
+                "alone, marked public-only (a score over them is not ICAE-EVAL's hidden + "
+                "enhanced one)")  # fmt: skip
+    else:
+        out.problems.append(missing)
 
 
 def _check_fixtures(out: AliasData) -> None:
@@ -372,6 +479,7 @@ def _find_golden(layout: Layout, out: AliasData) -> None:
                 "outputs, as ICAE-EVAL scores them")  # fmt: skip
         return
     out.golden = repo
+    out.golden_files, out.golden_links = walk_repo(layout, repo, out.add)
     if (repo / HARNESS).is_file():
         out.golden_runs = True
         out.add(Severity.NOTE, shown, "", "cases are differential against this golden repository")
@@ -411,6 +519,7 @@ def read_alias(layout: Layout, alias: str, index: AliasIndex) -> AliasData:
     _read_case_dirs(layout, out)
     _keep_test_files(layout, out)
     _choose_public(out)
+    _public_only(out)
     _check_fixtures(out)
     _find_golden(layout, out)
     return out

@@ -11,7 +11,11 @@ of its source (icae_origin.py).
 - `oracle/`: the golden repository, when the tree has one; the task's [oracle] runs it when
   it holds rcb_tests/test.sh, or the rcb_tests repository does (its harness is laid over
   the golden repository's files). Then its cases are differential against it, else judged
-  against their stored expected outputs as ICAE-EVAL scores them.
+  against their stored expected outputs as ICAE-EVAL scores them. Its links that stay inside
+  it are kept as links (a workspace member may be one), its `.git` left out
+  (icae_read.walk_repo).
+- A tree with public cases but no hidden or enhanced ones: the public cases alone, the task
+  marked public-only (title, summary, task.toml comment and [origin] public_only).
 - `origin/tests/`: the rcb_tests repository's files but its case files (its test.sh, …),
   as they are, for an export.
 - `task.toml`: language and size from repo_alias.json, the default Debian base with the
@@ -33,8 +37,16 @@ from typing import Any
 from pydantic import ValidationError
 
 from icae_tui.domain.runtimes import DEBIAN_BASE, runtime_problem, runtime_refusal
-from icae_tui.domain.task import HiddenConstraint, Level, OriginSource, Reference, TaskSpec
+from icae_tui.domain.task import (
+    HiddenConstraint,
+    Level,
+    Origin,
+    OriginSource,
+    Reference,
+    TaskSpec,
+)
 from icae_tui.importers import icae_contract as contract
+from icae_tui.importers.folder_sync import Link
 from icae_tui.importers.icae_export import JsonOut, digest, identical, source_objects
 from icae_tui.importers.icae_layout import (
     ALIAS_FILE,
@@ -64,6 +76,15 @@ from icae_tui.importers.problems import Problem, Severity
 from icae_tui.importers.toml_text import TomlValue, toml_table
 
 SUMMARY_CHARS = 140
+PUBLIC_ONLY_MARK = "(public cases only)"
+PUBLIC_ONLY = "public_only"  # [origin]'s mark of a task without hidden cases
+
+
+def format_takes_public_only() -> bool:
+    """Whether the task format can mark a public-only task (`[origin] public_only`), so the
+    catalog takes it without hidden cases and scores can say so. Until it does, such a task
+    is not written (icae_eval.py)."""
+    return PUBLIC_ONLY in Origin.model_fields
 _SENTENCE = re.compile(r"(?<=[.!?])\s")
 
 
@@ -73,8 +94,8 @@ class BuiltTask:
     reference: Reference
     files: dict[str, bytes]  # the text files, by path in the task folder
     # the files copied as they are (mode too), by path in the task folder: oracle/<path>,
-    # origin/tests/<path> → the source file
-    golden: dict[str, Path] = field(default_factory=dict)
+    # origin/tests/<path> → the source file, or the golden repository's link kept as one
+    golden: dict[str, Path | Link] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
 
 
@@ -103,22 +124,32 @@ def task_toml(
     record = data.record
     language = str(record.get("language") or "unknown") if record else "unknown"
     normal = data.levels[Difficulty.NORMAL].data.get("fuzzy_prd", "")
+    summary = _summary(str(normal))
+    title = data.alias
+    if data.public_only:  # said wherever the title or summary is shown
+        title, summary = f"{data.alias} {PUBLIC_ONLY_MARK}", f"{PUBLIC_ONLY_MARK} {summary}"
     top: dict[str, TomlValue | None] = {
-        "id": task_id(data.alias), "title": data.alias, "language": language,
-        "summary": _summary(str(normal)), "budget": QUERY_BUDGET,
+        "id": task_id(data.alias), "title": title, "language": language,
+        "summary": summary, "budget": QUERY_BUDGET,
     }  # fmt: skip
     origin: dict[str, TomlValue | None] = {
         "source": OriginSource.ICAE_EVAL.value, "alias": data.alias,
         "size_loc": _size(record, "total_lines_of_code"),
         "size_files": _size(record, "total_code_files"),
+        PUBLIC_ONLY: True if data.public_only else None,
     }  # fmt: skip
     # this import fills none of the kept lists: each is the operator's as it was
     kept = {what: edits.merged(what, [], {}) or None for what in Listed}
+    public_only = (
+        "# PUBLIC CASES ONLY: the tree has no hidden cases; its scores are over its public\n"
+        "# cases alone, never ICAE-EVAL's hidden + enhanced score.\n"
+        if data.public_only else ""
+    )  # fmt: skip
     parts = [
         f"# Imported from ICAE-EVAL ({data.alias}) by `icae tasks import icae-eval`: a new\n"
         "# import rewrites this folder but solutions/, recordings/ and tools/, and keeps\n"
         "# [packages], [image] packages and requires as they are.\n"
-        + toml_table(None, top),
+        + public_only + toml_table(None, top),
         toml_table("origin", origin),
         toml_table("image", {"base": _image(language, base), "setup": list(contract.SETUP),
                              "packages": kept[Listed.IMAGE_PACKAGES]}),  # fmt: skip
@@ -179,22 +210,19 @@ def _cases(
     return out
 
 
-def _golden(data: AliasData, built: BuiltTask, shown: str) -> None:
-    assert data.golden is not None
-    for path in sorted(data.golden.rglob("*")):
-        if path.is_symlink():
-            built.problems.append(Problem(Severity.WARNING, shown, "",
-                                          f"{path.relative_to(data.golden)}: a symbolic link, "
-                                          "left out of the oracle"))  # fmt: skip
-        elif path.is_file():
-            built.golden[f"oracle/{path.relative_to(data.golden).as_posix()}"] = path
+def _golden(data: AliasData, built: BuiltTask) -> None:
+    """oracle/: the golden repository's files and its links (icae_read.walk_repo: those
+    leaving it were refused), then the harness laid over it."""
+    for rel, path in data.golden_files.items():
+        built.golden[f"oracle/{rel}"] = path
+    for rel, target in data.golden_links.items():
+        built.golden[f"oracle/{rel}"] = Link(target)
     for rel in data.overlay:
         built.golden[f"oracle/{rel}"] = data.test_files[rel]
 
 
 def build_task(
-    data: AliasData, index: AliasIndex, *, base: str | None, shown_golden: str,
-    edits: Edits | None = None,
+    data: AliasData, index: AliasIndex, *, base: str | None, edits: Edits | None = None,
 ) -> BuiltTask:  # fmt: skip
     """The task's files (`edits`: what the operator set in its old task.toml, kept). `data`
     has no ERROR (the caller checked)."""
@@ -251,7 +279,7 @@ def build_task(
         if folder is not None:
             case_dirs.append(CaseDirOrigin(dir=case_dir, folder=folder, files=kept))
     if data.golden is not None:
-        _golden(data, built, shown_golden)
+        _golden(data, built)
     for rel, path in data.test_files.items():
         built.golden[TESTS_COPY + rel] = path
     files["task.toml"] = task_toml(data, reference, base, edits).encode()
