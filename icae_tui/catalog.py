@@ -238,8 +238,11 @@ def _load_task(root: Path) -> tuple[Task, list[TaskError]]:
             raise TaskError(ua_path, "missing user-agent data for level " + level.value)
         agents[level] = _read_validated(UserAgentData, ua_path)
     cases = load_cases(root)
-    if not any(c.split is Split.HIDDEN for c in cases):
+    public_only = spec.origin is not None and spec.origin.public_only
+    if not any(c.split is Split.HIDDEN for c in cases) and not public_only:
         raise TaskError(root / "cases" / "hidden", "no hidden cases")
+    if public_only and not cases:
+        raise TaskError(root / "cases" / "public", "no cases ([origin] public_only)")
     solutions, broken = load_solutions(root)
     task = Task(
         spec=spec, root=str(root), prd=prd, user_agent=agents, cases=cases, solutions=solutions

@@ -35,8 +35,16 @@ from icae_tui.domain.events import (
     RunFinished,
     RunStarted,
 )
-from icae_tui.domain.results import CaseResult, LadderMetric, MetricSpec, Score, Verdict
+from icae_tui.domain.results import (
+    SCORED_SPLITS,
+    CaseResult,
+    LadderMetric,
+    MetricSpec,
+    Score,
+    Verdict,
+)
 from icae_tui.domain.states import AnsweredBy, ModelRole, Phase, ResponderMode, RunStatus, Stream
+from icae_tui.domain.task import Split
 from icae_tui.safe_text import printable
 from icae_tui.users.metrics import InteractionMetrics
 
@@ -476,6 +484,8 @@ def score_segments(score: Score | None, *, partial: bool = False, claims: int = 
         of = f" of {score.scored} scored" if score.scored else ""
         segs.append((f" (partial {pct(score.overall)}{of})", "muted"))
     segs += [("  macro ", "muted"), (figure(score.macro), "strong")]
+    if Split.PUBLIC in score.by_split and not any(s in score.by_split for s in SCORED_SPLITS):
+        segs.append(("  public cases only", "warn"))  # no hidden or enhanced case: no overall
     if (review := score.review) is not None:  # execution and review (evaluation/review.py)
         combined = UNKNOWN if review.combined is None or partial else pct(review.combined)
         segs += [("  combined ", "muted"), (combined, "strong")]

@@ -197,6 +197,9 @@ class Origin(Strict):
     oracle_source: str | None = Field(
         default=None, description="where the oracle came from: a pinned package or a checkout"
     )
+    public_only: bool = Field(
+        default=False, description="imported without hidden cases: judged on its public ones"
+    )
 
 
 class CaseDefaults(Strict):

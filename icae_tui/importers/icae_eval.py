@@ -24,7 +24,7 @@ from icae_tui.importers.icae_copies import LevelText, copied_records
 from icae_tui.importers.icae_export import origin_of
 from icae_tui.importers.icae_layout import Difficulty, Layout, prd_json_path, task_id
 from icae_tui.importers.icae_read import AliasIndex, read_alias
-from icae_tui.importers.icae_task import build_task, format_takes_public_only
+from icae_tui.importers.icae_task import build_task
 from icae_tui.importers.json_format import parse
 from icae_tui.importers.operator_edits import read_edits
 from icae_tui.importers.problems import Problem, Severity, errors_in
@@ -119,16 +119,6 @@ def _import_one(
     edits, unreadable = read_edits(folder)  # what the operator set there is kept
     if unreadable is not None:
         result.problems.append(unreadable)
-        return result
-    if data.public_only and not format_takes_public_only():
-        # the catalog refuses a task without hidden cases: nothing is written
-        missing = data.no_hidden
-        assert missing is not None
-        result.problems.append(Problem(
-            Severity.ERROR, missing.file, missing.field,
-            f"{missing.message}: public cases only, but the task format has no public-only "
-            "mark yet (task.toml [origin] public_only) and the catalog refuses a task "
-            "without hidden cases: not imported"))  # fmt: skip
         return result
     built = build_task(data, index, base=base, edits=edits)
     result.problems += built.problems

@@ -40,7 +40,6 @@ from icae_tui.domain.runtimes import DEBIAN_BASE, runtime_problem, runtime_refus
 from icae_tui.domain.task import (
     HiddenConstraint,
     Level,
-    Origin,
     OriginSource,
     Reference,
     TaskSpec,
@@ -80,11 +79,6 @@ PUBLIC_ONLY_MARK = "(public cases only)"
 PUBLIC_ONLY = "public_only"  # [origin]'s mark of a task without hidden cases
 
 
-def format_takes_public_only() -> bool:
-    """Whether the task format can mark a public-only task (`[origin] public_only`), so the
-    catalog takes it without hidden cases and scores can say so. Until it does, such a task
-    is not written (icae_eval.py)."""
-    return PUBLIC_ONLY in Origin.model_fields
 _SENTENCE = re.compile(r"(?<=[.!?])\s")
 
 

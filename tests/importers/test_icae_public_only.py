@@ -16,7 +16,7 @@ from icae_tui.domain.task import Split
 from icae_tui.importers.icae_eval import Outcome, import_tree
 from icae_tui.importers.icae_layout import Layout
 from icae_tui.importers.icae_read import AliasIndex, read_alias
-from icae_tui.importers.icae_task import PUBLIC_ONLY_MARK, build_task, format_takes_public_only
+from icae_tui.importers.icae_task import PUBLIC_ONLY_MARK, build_task
 from icae_tui.importers.problems import Problem, Severity, errors_in
 from tests.importers.icae_tree import build_tree
 
@@ -75,18 +75,13 @@ def test_no_public_and_no_hidden_cases_is_still_no_task(tree):
     assert _has(data.problems, Severity.ERROR, RCB, "missing: no hidden cases")
 
 
-def test_a_public_only_import_is_marked_or_refused_whole(tree, tmp_path):
+def test_a_public_only_import_is_marked_on_the_task_and_loads(tree, tmp_path):
     into = tmp_path / "tasks"
     task = {t.alias: t for t in import_tree(tree, into, base=BASE).tasks}["realcode@101"]
     assert _has(task.problems, Severity.WARNING, f"{RCB}/test_cases", "marked public-only")
-    if format_takes_public_only():  # the catalog takes it: marked on the task, scored apart
-        assert task.outcome is Outcome.CREATED
-        loaded = load_catalog(into).tasks["realcode-101"]
-        assert loaded.spec.title.endswith(PUBLIC_ONLY_MARK)
-        assert not loaded.cases_in(Split.HIDDEN, Split.ENHANCED)
-        assert len(loaded.cases_in(Split.PUBLIC)) == 2
-    else:  # the catalog would refuse it: said, and no folder it refuses is left behind
-        assert task.outcome is Outcome.FAILED
-        assert _has(task.problems, Severity.ERROR, f"{RCB}/test_cases",
-                    "public cases only", "[origin] public_only", "not imported")  # fmt: skip
-        assert not (into / "realcode-101").exists()
+    assert task.outcome is Outcome.CREATED
+    loaded = load_catalog(into).tasks["realcode-101"]
+    assert loaded.spec.title.endswith(PUBLIC_ONLY_MARK)
+    assert loaded.spec.origin is not None and loaded.spec.origin.public_only
+    assert not loaded.cases_in(Split.HIDDEN, Split.ENHANCED)
+    assert len(loaded.cases_in(Split.PUBLIC)) == 2
