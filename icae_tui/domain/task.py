@@ -309,6 +309,17 @@ class TaskSpec(Strict):
 # --- user_agent/<level>.json (ICAE oracle_data) ---------------------------------------
 
 
+GENERIC_PREFIXES = ("ARCH", "HARNESS", "TC_")
+_NAMED_RECORD = re.compile(r"[A-Z][A-Z_]{2,}[A-Z]")  # ICAE's FULL_SCOPE, EXECUTION_CONTRACT…
+
+
+def generic_record(record_id: str) -> bool:
+    """A generic record, not a task constraint: ARCH…, HARNESS…, TC_…, or a named (not
+    numbered) record such as ICAE's FULL_SCOPE, EXECUTION_CONTRACT and
+    PUBLIC_TEST_CASES_AUTHORITY (task constraints are numbered: C001, HC_03)."""
+    return record_id.startswith(GENERIC_PREFIXES) or _NAMED_RECORD.fullmatch(record_id) is not None
+
+
 class HiddenConstraint(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -318,8 +329,7 @@ class HiddenConstraint(BaseModel):
 
     @property
     def generic(self) -> bool:
-        """ARCH…, HARNESS… and TC_… records are generic, not task constraints."""
-        return self.constraint_id.startswith(("ARCH", "HARNESS", "TC_"))
+        return generic_record(self.constraint_id)
 
 
 class ContextPointer(BaseModel):

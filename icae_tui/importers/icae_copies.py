@@ -11,10 +11,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from icae_tui.domain.task import generic_record
 from icae_tui.importers.icae_layout import Difficulty
 from icae_tui.importers.problems import Problem, Severity
 
-GENERIC = ("ARCH", "HARNESS", "TC_")
 SHOWN_PER_FILE = 3  # copied records named per level file, the rest counted
 # A text shorter than this may be the same in two tasks by chance ("Output JSON."): only a
 # longer one, repeated word for word, is taken for a copy.
@@ -44,7 +44,7 @@ def _records(data: dict[str, Any]) -> list[tuple[int, str, str]]:
         if not isinstance(r, dict):
             continue
         rid, response = r.get("constraint_id"), r.get("oracle_response")
-        task_record = isinstance(rid, str) and not rid.startswith(GENERIC)
+        task_record = isinstance(rid, str) and not generic_record(rid)
         if task_record and isinstance(response, str) and len(response.strip()) >= MIN_CHARS:
             out.append((i, str(rid), response))
     return out

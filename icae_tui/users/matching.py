@@ -40,6 +40,17 @@ Algorithm
    verbatim; `MatchResult` keeps the chosen records' scores and the runner-up, so every
    answer can be audited.
 
+Named features (public test cases)
+----------------------------------
+ICAE's harness record invites "ask me for a specific feature by name". A question that names
+features — by number (`feature 12`, `feature12`, `feature #12`) or by a record's file stem
+(`feature5_timeout`, `feature5_timeout.json`) — and asks for test material (tests, cases,
+a test file, samples, JSON; or names a stem outright) is answered from exactly the records
+whose id (`TC_<stem>`) or trigger phrases name those features, one per feature (a TC_ record
+first, then the best scored), or the fallback when none names it: never a neighbour's by
+shared words or digits. In any question that names features, a record naming only other
+features is left out of the ranking.
+
 Beyond the trigger phrases (v3)
 -------------------------------
 - Synonyms: a question word meets a record word of the same group of a small software
@@ -87,12 +98,11 @@ from typing import NamedTuple
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
-from icae_tui.domain.task import OracleData
+from icae_tui.domain.task import OracleData, generic_record
 from icae_tui.users import lexicon
 
 THRESHOLD = 55.0
 GENERIC_THRESHOLD = 80.0
-GENERIC_PREFIXES = ("ARCH", "HARNESS", "TC_")
 MARGIN = 4.0  # over the runner-up: closer than this is ambiguous, and falls back
 MAX_RECORDS_PER_ANSWER = 2
 # Another record is revealed when it is the best record of a part of the question that no
@@ -256,6 +266,90 @@ def _segments(question: str) -> list[str]:
     return [question, *parts] if len(parts) > 1 else [question]
 
 
+# --- features named by number or name (public test cases) -----------------------------------
+
+# `feature 12`, `feature12`, `feature_12`, `feature #12`, `feature no. 12`, `feature5_timeout`
+_FEATURE_NUMBER = re.compile(
+    r"(?<![a-z0-9])features?[\s_\-]*(?:#\s*|no\.?\s*|number\s*)?0*(\d+)(?![0-9])"
+)
+# a feature's file stem written in a trigger phrase: `feature5_timeout`, `feature5-timeout`
+_FEATURE_STEM = re.compile(r"(?<![a-z0-9])feature\d+(?:[_\-][a-z0-9]+)*(?![a-z0-9])")
+_TC_STEM = re.compile(r"[a-z0-9]+(?:[_\-][a-z0-9]+)*")
+# the question asks for test material (not `for example`, not `in case`)
+_CASES_WORDS = re.compile(
+    r"\b(?:tests?|testcases?|cases|fixtures?|samples?|json)\b|(?<!for )\bexamples?\b"
+)
+
+
+@dataclass(frozen=True)
+class _Names:
+    """The features a record names: numbers (`feature 5`) and file stems (`feature5_timeout`,
+    a TC_ record's stem when it is a name with a digit or a separator)."""
+
+    numbers: frozenset[int] = frozenset()
+    stems: frozenset[str] = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(self.numbers or self.stems)
+
+
+def _stem_key(stem: str) -> str:
+    return re.sub(r"[_\-]+", "_", stem.lower())
+
+
+def _record_names(record_id: str, phrases: list[str]) -> _Names:
+    numbers: set[int] = set()
+    stems: set[str] = set()
+    if record_id.startswith("TC_"):
+        stem = record_id[3:].lower()
+        # a name with a letter and a digit or separator (`feature5_timeout`, `cli_basic`); a
+        # plain word (`list`) is left to the lexical match
+        if _TC_STEM.fullmatch(stem) and re.search(r"[0-9_\-]", stem) and re.search("[a-z]", stem):
+            stems.add(_stem_key(stem))
+        numbers.update(int(n) for n in _FEATURE_NUMBER.findall(stem))
+    for phrase in phrases:
+        low = phrase.lower()
+        numbers.update(int(n) for n in _FEATURE_NUMBER.findall(low))
+        stems.update(_stem_key(m) for m in _FEATURE_STEM.findall(low) if "_" in m or "-" in m)
+    return _Names(frozenset(numbers), frozenset(stems))
+
+
+@lru_cache(maxsize=1 << 12)
+def _stem_pattern(stem: str) -> re.Pattern[str]:
+    body = r"[_\-]".join(re.escape(p) for p in stem.split("_"))
+    return re.compile(r"(?<![a-z0-9_\-])" + body + r"(?:\.json)?(?![a-z0-9_\-])")
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """The features a question names, in the order it names them, and whether it asks for
+    their test cases (or names a file stem outright)."""
+
+    keys: tuple[int | str, ...]  # a number, or a stem a record names
+    wants_cases: bool
+
+    def names(self, names: _Names) -> bool:
+        return any(k in names.numbers or k in names.stems for k in self.keys)
+
+
+def _asked(question: str, index: _Index) -> _Asked:
+    low = question.lower()
+    found: list[tuple[int, int | str]] = []
+    stems = [(m.start(), s) for s in index.stems if (m := _stem_pattern(s).search(low))]
+    found += stems
+    stem_numbers = {int(n) for _, s in stems for n in _FEATURE_NUMBER.findall(s)}
+    found += [
+        (m.start(), int(m.group(1)))
+        for m in _FEATURE_NUMBER.finditer(low)
+        if int(m.group(1)) not in stem_numbers  # a stem named whole decides its number
+    ]
+    keys: list[int | str] = []
+    for _, key in sorted(found, key=lambda t: t[0]):
+        if key not in keys:
+            keys.append(key)
+    return _Asked(tuple(keys), bool(stems) or _CASES_WORDS.search(low) is not None)
+
+
 # --- a level's index -----------------------------------------------------------------------
 
 # weight, forms, parts, optional (an example: counts only when the question has it)
@@ -332,6 +426,11 @@ class _Index:
                 self.by_form.setdefault(form, []).append(i)
             records.append(_Record(rid, text, tuple(built), forms))
         self.records = tuple(records)
+        self.named = tuple(
+            [_record_names(r.constraint_id, r.trigger_keywords) for r in data.hidden_constraints]
+            + [_record_names("", [p.vague_reference]) for p in data.context_pointers]
+        )
+        self.stems = sorted({s for n in self.named for s in n.stems})
 
     def unit_weight(self, unit: _Unit) -> float:
         """A form's IDF weight; a compound's is the mean of its parts'."""
@@ -525,6 +624,7 @@ def _part_scores(
 class _Scored:
     ranked: list[tuple[float, int]]  # (score rounded to 0.1, record position), best first
     parts: list[dict[int, float]]  # per part of the question: record position -> score
+    asked: _Asked  # the features the question names
 
 
 def _score(question: str, index: _Index) -> _Scored:
@@ -533,12 +633,16 @@ def _score(question: str, index: _Index) -> _Scored:
     sims = {f: _similar(f, index) for f in forms}
     found = {u: _found_in_records(u, index, sims) for units in parts for u in units}
     per_part = [_part_scores(units, index, sims, found) for units in parts]
+    asked = _asked(question, index)
+    if asked.keys:  # a record naming only other features is never an answer (a neighbour)
+        other = {i for i, n in enumerate(index.named) if n and not asked.names(n)}
+        per_part = [{i: s for i, s in p.items() if i not in other} for p in per_part]
     totals = [0.0] * len(index.records)
     for scores in per_part:
         for i, s in scores.items():
             totals[i] = max(totals[i], s)
     ranked = sorted(((round(s, 1), i) for i, s in enumerate(totals)), key=lambda t: (-t[0], t[1]))
-    return _Scored(ranked, per_part)
+    return _Scored(ranked, per_part, asked)
 
 
 def _candidate(index: _Index, score: float, i: int) -> Candidate:
@@ -568,10 +672,31 @@ def _answers_new_part(i: int, chosen: list[int], parts: list[dict[int, float]]) 
     return False
 
 
+is_generic = generic_record  # one rule, the task format's (domain/task.py)
+
+
 def _bar(record_id: str) -> float:
-    """Generic records (ARCH, HARNESS, TC_) answer many loosely related questions: they are
+    """Generic records (`is_generic`) answer many loosely related questions: they are
     revealed only on a near-exact match."""
-    return GENERIC_THRESHOLD if record_id.startswith(GENERIC_PREFIXES) else THRESHOLD
+    return GENERIC_THRESHOLD if is_generic(record_id) else THRESHOLD
+
+
+def _feature_records(index: _Index, scored: _Scored) -> list[int]:
+    """For a request for named features' test cases: per feature, in the question's order,
+    the record naming it (a TC_ record first, then the best scored, then file order); none
+    when no record names it."""
+    rank = {i: r for r, (_, i) in enumerate(scored.ranked)}
+    chosen: list[int] = []
+    for key in scored.asked.keys:
+        named = [
+            i for i, n in enumerate(index.named) if key in n.numbers or key in n.stems
+        ]  # fmt: skip
+        if not named:
+            continue
+        best = min(named, key=lambda i: (not index.records[i].record_id.startswith("TC_"), rank[i]))
+        if best not in chosen:
+            chosen.append(best)
+    return chosen[:MAX_RECORDS_PER_ANSWER]
 
 
 def _clear_leads(parts: list[dict[int, float]]) -> set[int]:
@@ -597,7 +722,11 @@ def match(question: str, data: OracleData) -> MatchResult:
     def bar(i: int) -> float:
         return _bar(index.records[i].record_id)
 
-    if ranked and ranked[0][0] >= bar(ranked[0][1]):
+    if scored.asked.keys and scored.asked.wants_cases:
+        # "the test cases for feature 12", "the feature5_timeout test file": exactly the
+        # records naming those features, or the fallback — never a neighbour's
+        chosen = _feature_records(index, scored)
+    elif ranked and ranked[0][0] >= bar(ranked[0][1]):
         best, i = ranked[0]
         second, j = ranked[1] if len(ranked) > 1 else (0.0, -1)
         if best - second >= MARGIN:

@@ -1,8 +1,10 @@
 """Interaction metrics, computed from what was actually revealed (never self-reported).
 
 Coverage counts task-specific records only (C…) that reached the agent verbatim or as the
-model's checked restatement; generic records (ARCH…, HARNESS…, TC_…) and context pointers
-(CP…) are reported apart, so coverage can never exceed 100 %. A record was *asked about*
+model's checked restatement; generic records (ARCH…, HARNESS…, TC_…, and named records such
+as ICAE's FULL_SCOPE: `matching.is_generic`, applied here too, so a run recorded with an older
+rule is counted the same) and context pointers (CP…) are reported apart, so coverage can
+never exceed 100 %. A record was *asked about*
 when a question matched it, even if an operator then replaced the answer.
 """
 
@@ -19,6 +21,7 @@ from icae_tui.domain.events import (
     RunStarted,
 )
 from icae_tui.domain.states import AnsweredBy
+from icae_tui.users.matching import is_generic
 
 _ANSWER_KIND = QuestionAnswered.model_fields["kind"].default
 
@@ -41,8 +44,10 @@ class InteractionMetrics(BaseModel):
 def interaction_metrics(events: list[Event]) -> InteractionMetrics:
     started = next((e for e in events if isinstance(e, RunStarted)), None)
     answers = [e for e in events if isinstance(e, QuestionAnswered)]
-    task_records = list(started.task_records) if started else []
+    recorded = list(started.task_records) if started else []
+    task_records = [r for r in recorded if not is_generic(r)]
     generic = set(started.generic_records) if started else set()
+    generic.update(r for r in recorded if is_generic(r))
     budget = started.budget if started else 0
     within = [a for a in answers if not a.over_budget]
     revealed: list[str] = []
