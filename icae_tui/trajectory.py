@@ -18,7 +18,9 @@ agent. The mapping:
   the agent could not use, or a call made from inside the container) is an agent step of its
   own with an empty message; totals go in `final_metrics`;
 - progress, refused questions past the budget, dropped events and the build are `system`
-  steps; the score and the run's end go in `final_metrics.extra`.
+  steps (the build's: its reason as the message; whether it passed, its exit code and the
+  tails of its stdout and stderr, as the run kept them, in `extra`); the score and the run's
+  end go in `final_metrics.extra`.
 
 Command output is kept up to OUTPUT_CHARS per command (the store already bounds it); the raw
 events stay in the store and `report.json`.
@@ -144,6 +146,10 @@ class _Builder:
         self.open_command, self.output = None, []
 
 
+def _cut(text: str) -> str:
+    return text[:OUTPUT_CHARS] + _CUT if len(text) > OUTPUT_CHARS else text
+
+
 def _metrics(call: ModelCallMade) -> dict[str, Any]:
     out: dict[str, Any] = {"prompt_tokens": call.tokens_in, "completion_tokens": call.tokens_out}
     if call.cost is not None:
@@ -206,7 +212,10 @@ def build_trajectory(events: list[Event]) -> dict[str, Any]:
             case AgentSubmitted():
                 b.step(ev, "agent", ev.message, extra={"submitted": True})
             case BuildChecked():
-                b.step(ev, "system", ev.reason, extra={"build_ok": ev.ok})
+                b.step(ev, "system", ev.reason, extra={
+                    "build_ok": ev.ok, "exit_code": ev.exit_code,
+                    "stdout": _cut(ev.stdout), "stderr": _cut(ev.stderr),
+                })  # fmt: skip
             case ScoreUpdated():
                 score = ev.score.model_dump(mode="json")
             case AgentStopped() if b.model_call is not None:

@@ -119,6 +119,28 @@ def test_thoughts_own_tools_and_output_outside_commands_are_agent_steps():
     assert len(steps) == 7
 
 
+def test_a_failed_build_keeps_its_whole_output_beside_its_reason():
+    """Issue 38 item 10: the reason is one line; the build step's extra has the rest, as the
+    run kept it (data, so literal: no escaping here)."""
+    err = (
+        "/workspace/x.js:3\n  const const a\nSyntaxError: Unexpected token 'const'\n\n"
+        "Node.js v18.20.4\n"
+    )
+    events = [
+        RunStarted(task_id="mini", task_title="t", agent="scripted:good", level="L1",
+                   responder="simulated", budget=3, prd="Build a tool."),
+        BuildChecked(ok=False, exit_code=1, stdout="npm \x1b[31m[bold]x[/]\n", stderr=err,
+                     reason="build failed (exit 1): SyntaxError: Unexpected token 'const'"),
+    ]  # fmt: skip
+    for seq, ev in enumerate(events, 1):
+        ev.run_id, ev.seq, ev.ts = "r1", seq, 1_700_000_000.0 + seq
+    build = build_trajectory(events)["steps"][-1]
+    assert build["source"] == "system"
+    assert build["message"] == "build failed (exit 1): SyntaxError: Unexpected token 'const'"
+    assert build["extra"] == {"build_ok": False, "exit_code": 1,
+                              "stdout": "npm \x1b[31m[bold]x[/]\n", "stderr": err}  # fmt: skip
+
+
 def test_export_from_the_cli_and_a_missing_run(tmp_path, capsys):
     store = RunStore(tmp_path / "runs.db")
     store.create_run("r1", "mini", "scripted:good", "L1", "simulated", 1.0)

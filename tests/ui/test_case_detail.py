@@ -16,6 +16,7 @@ from textual.widgets import Input, Static, TextArea
 from icae_tui import kept as kept_module
 from icae_tui.display.handle import NOT_KEPT, STORED, CaseContext
 from icae_tui.display.sources import ReplaySource
+from icae_tui.domain.events import BuildChecked, CaseFinished, CasesPlanned, PhaseChanged
 from icae_tui.domain.results import CaseResult, FileChange, Verdict
 from icae_tui.evaluation import rerun as rerun_core
 from icae_tui.evaluation.differential import Sides
@@ -32,7 +33,16 @@ from tests.test_verdict import REF, TASK
 from tests.test_verdict import side as outcome
 
 from .helpers import DETAIL_CASE as CASE
-from .helpers import FakeRun, finish, open_screen, recorded_run, side_run, until, wrong
+from .helpers import (
+    FakeRun,
+    finish,
+    open_screen,
+    recorded_run,
+    side_run,
+    started,
+    until,
+    wrong,
+)
 
 SIDES = Sides(oracle_image="icae-oracle-mini:test", delivery_image="icae-delivery-mini:test")
 
@@ -213,6 +223,78 @@ async def test_a_build_error_case_is_not_re_run(app, mini_with_files):
         await pilot.pause()
         assert screen.rerun_worker is None
         assert any("did not build" in m for m in app.told)
+
+
+# --- a build error: the build's output, one key away (issue 38 item 10) ------------------------
+
+BUILD_ERR = (
+    "/workspace/x.js:3\n  const const a\nSyntaxError: Unexpected token 'const'\n"
+    "\x1b[2J[bold]not markup[/] nul:\x00\n\nNode.js v18.20.4\n"
+)
+BUILD_REASON = "build failed (exit 1): SyntaxError: Unexpected token 'const'"
+
+
+def failed_build(**extra) -> BuildChecked:
+    fields = dict(ok=False, exit_code=1, reason=BUILD_REASON, stdout="npm \x1b[31mci[/]\n",
+                  stderr=BUILD_ERR)  # fmt: skip
+    return BuildChecked(**(fields | extra))
+
+
+def build_error_case(case_id: str = CASE) -> CaseResult:
+    return CaseResult(case_id=case_id, split="hidden", pattern="ops", command="mini",
+                      verdict=Verdict.BUILD_ERROR, reason=BUILD_REASON)  # fmt: skip
+
+
+async def test_a_build_error_case_shows_the_builds_output_literally(app):
+    """Enter on a build_error row of a stored run: the detail finds the run's build check
+    and shows its exit code, stdout and stderr, hostile bytes escaped, markup literal."""
+    ids = ["public/upper#0", "hidden/ops#0"]
+    events = [
+        started(),
+        PhaseChanged(phase="build"),
+        failed_build(),
+        CasesPlanned(case_ids=ids, patterns=["upper", "ops"], splits=["public", "hidden"]),
+    ]
+    events += [CaseFinished(result=build_error_case(i)) for i in ids]  # fmt: skip
+    for seq, ev in enumerate(events, 1):
+        ev.run_id, ev.seq, ev.ts = "test-run", seq, 1_700_000_000.0 + seq
+    async with app.run_test(size=(120, 40)) as pilot:
+        run = RunScreen(ReplaySource(events))
+        await app.push_screen(run)
+        await until(pilot, lambda: run.results.verdicts() == ["build_error"] * 2)
+        run.results.focus()
+        run.results.move_cursor(row=1)
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, CaseDetailScreen))
+        detail = app.screen
+        assert detail.result.case_id == "hidden/ops#0"
+        shown = text_of(detail, "#case-build")
+        assert "build output  exit 1" in shown
+        assert "build stdout" in shown and r"npm \x1b[31mci[/]" in shown
+        lines = shown.splitlines()
+        err = lines.index("build stderr")
+        assert lines[err + 1 : err + 7] == [
+            "/workspace/x.js:3", "  const const a", "SyntaxError: Unexpected token 'const'",
+            r"\x1b[2J[bold]not markup[/] nul:\x00", "", "Node.js v18.20.4",
+        ]  # fmt: skip
+
+
+async def test_a_build_error_says_an_empty_stream_and_a_missing_build_check(app):
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_detail(app, pilot, build_error_case(), build=failed_build(
+            exit_code=2, stdout="only here\n", stderr=""))  # fmt: skip
+        shown = text_of(screen, "#case-build")
+        assert "build output  exit 2" in shown and "only here" in shown
+        assert "build stderr  empty" in shown
+        await pilot.press("escape")
+        missing = await open_detail(app, pilot, build_error_case())  # no run, no build check
+        assert "build output  not available" in text_of(missing, "#case-build")
+
+
+async def test_a_case_that_ran_shows_no_build_section(app):
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_detail(app, pilot, wrong(), build=failed_build())
+        assert not screen.query_one("#case-build").display
 
 
 # --- re-running (the core faked) -------------------------------------------------------------

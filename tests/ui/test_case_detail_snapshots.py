@@ -27,3 +27,18 @@ def test_case_detail_compared(snap_compare, catalog, store, mini_with_files, siz
 
     app = still_console(catalog, store)
     assert snap_compare(app, run_before=detail, terminal_size=size)
+
+
+def test_case_detail_build_error(snap_compare, catalog, store, size):
+    """A build_error case: the build's exit code, stdout and stderr under its reason, hostile
+    bytes escaped (issue 38 item 10)."""
+    from .test_case_detail import build_error_case, failed_build
+
+    async def detail(pilot) -> None:
+        screen = CaseDetailScreen(build_error_case(), context=CaseContext(gone=NOT_KEPT),
+                                  build=failed_build())  # fmt: skip
+        await pilot.app.push_screen(screen)
+        await until(pilot, lambda: pilot.app.screen is screen and screen.is_mounted)
+
+    app = still_console(catalog, store)
+    assert snap_compare(app, run_before=detail, terminal_size=size)

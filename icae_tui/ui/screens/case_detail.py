@@ -1,6 +1,8 @@
 """A case's detail: how both sides ran, their stdout and stderr compared (what differs
 highlighted), their side effects compared, what the case is (input, command, fixtures, prep)
-and the verdict ladder (which rung failed, which were never reached) — in one scroll.
+and the verdict ladder (which rung failed, which were never reached) — in one scroll. A
+`build_error` case shows first the build's exit code, stdout and stderr (the run's
+BuildChecked event, found in the handle's events), literally.
 
 Everything it shows and does beyond the result comes from the run's handle
 (display/handle.py: `RunHandle.case_context`). After a live run started from the console,
@@ -33,14 +35,19 @@ from textual.worker import Worker, WorkerState
 
 from icae_tui.display.handle import CaseContext, RunHandle, Side
 from icae_tui.display.wording import ladder_segments
+from icae_tui.domain.events import BuildChecked
 from icae_tui.domain.results import CaseResult, MetricSpec, Verdict
 from icae_tui.domain.task import CaseRef
 from icae_tui.ui.keymap import keyed
-from icae_tui.ui.text import safe, segments, verdict_text
+from icae_tui.ui.text import exit_text, safe, segments, verdict_text
 from icae_tui.ui.widgets.case_view import (
+    MUTED,
+    NOTE,
     case_setup_text,
     changes_view,
+    heading,
     input_json,
+    part,
     run_table,
     stream_view,
 )
@@ -63,6 +70,25 @@ def case_summary_text(r: CaseResult, metrics: Sequence[MetricSpec] = ()) -> Text
     text.append("  ·  ", style="dim")
     segments(ladder_segments(r, metrics), text)  # rungs reached, the rest "not reached"; others
     return text
+
+
+def build_view(build: BuildChecked | None) -> list[RenderableType]:
+    """A failed build's output, under its reason: its exit code, then its stdout and stderr as
+    the run kept them (each stream's tail), literally; an empty stream is said to be empty."""
+    if build is None:
+        return [heading("build output", Text("not available: the run's build check is not at "
+                                             "hand", style=NOTE))]  # fmt: skip
+    detail = part("exit ", MUTED)
+    detail.append_text(exit_text(build.exit_code))
+    detail.append("  ·  as the run kept it (each stream's tail)", style=MUTED)
+    parts: list[RenderableType] = [heading("build output", detail)]
+    for name, body in (("stdout", build.stdout), ("stderr", build.stderr)):
+        parts.append(Text(""))
+        if body:
+            parts += [heading(f"build {name}"), safe(body.rstrip("\n"), lines=True)]
+        else:
+            parts.append(heading(f"build {name}", "empty"))
+    return [*parts, Text("")]
 
 
 def outputs_differ(a: CaseResult, b: CaseResult) -> bool:
@@ -204,16 +230,19 @@ class CaseDetailScreen(ModalScreen[None]):
         *,
         context: CaseContext | None = None,
         metrics: Sequence[MetricSpec] = (),
+        build: BuildChecked | None = None,
     ) -> None:
         """`handle`: the run the case is from (what it kept is asked when needed);
         `context`: a fixed one instead (tests, or a case without its run); `metrics`: the
-        run's metric specs, for the ladder line."""
+        run's metric specs, for the ladder line; `build`: the run's build check, shown for a
+        `build_error` case (None: looked for in the handle's events)."""
         super().__init__()
         self.original = result  # the run's result
         self.result = result  # what is shown: the run's, or the last re-run's
         self.handle = handle
         self.fixed = context
         self.metrics = metrics
+        self.build = build
         self.ref: CaseRef | None = None  # the case as last run (edited or not)
         self.reruns = 0
         self.pending: Pending | None = None
@@ -236,6 +265,7 @@ class CaseDetailScreen(ModalScreen[None]):
             yield Static(id="case-summary")
             yield Static(id="case-rerun")
             with VerticalScroll(id="case-body"):
+                yield Static(id="case-build")
                 yield Static(id="case-run")
                 yield Static(id="case-stdout")
                 yield Static(id="case-stderr")
@@ -246,6 +276,8 @@ class CaseDetailScreen(ModalScreen[None]):
     def on_mount(self) -> None:
         ctx = self.context()
         self.ref = ctx.ref(self.result.case_id)
+        if self.build is None and self.handle is not None and self.built_wrong:
+            self.build = last_build(self.handle.recorded())
         self.show()
         if ctx.kept is None:
             self.set_note(Text(f"re-run and shells: {ctx.gone}", style="dim italic"))
@@ -259,10 +291,18 @@ class CaseDetailScreen(ModalScreen[None]):
         self.note = text.plain
         self.query_one("#case-rerun", Static).update(text)
 
+    @property
+    def built_wrong(self) -> bool:
+        return self.result.verdict is Verdict.BUILD_ERROR
+
     def show(self) -> None:
         """Draw `self.result` and the case as last run."""
         r, ctx = self.result, self.context()
         self.query_one("#case-summary", Static).update(case_summary_text(r, self.metrics))
+        build = self.query_one("#case-build", Static)
+        build.display = self.built_wrong
+        if self.built_wrong:
+            build.update(Group(*build_view(self.build)))
         self.query_one("#case-run", Static).update(run_table(r))
         stdout = stream_view("stdout", r.oracle, r.delivery)
         stderr = stream_view("stderr", r.oracle, r.delivery)
@@ -417,6 +457,11 @@ class CaseDetailScreen(ModalScreen[None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+
+def last_build(events: Sequence[object]) -> BuildChecked | None:
+    """The run's build check: the last one among its events (None: none yet, or not kept)."""
+    return next((ev for ev in reversed(events) if isinstance(ev, BuildChecked)), None)
 
 
 def edited_how(before: CaseRef, after: CaseRef) -> str:
