@@ -181,6 +181,16 @@ class Reference(StrEnum):
     EXPECTED = "expected"
 
 
+class StderrPolicy(StrEnum):
+    """How a case's stderr is judged (`[cases] stderr`)."""
+
+    COMPARE = "compare"  # a rung of its own, after stdout (the default)
+    IGNORE = "ignore"  # not judged: the exit code, stdout and side effects are
+    # stdout and stderr judged as one stream, stdout's text then stderr's, as CLI-Tool-Bench
+    # judges its merged output (a box keeps them apart, so not their interleaving)
+    MERGE = "merge"
+
+
 class OriginSource(StrEnum):
     ICAE_EVAL = "icae-eval"  # imported by `icae tasks import icae-eval` (importers/)
     CLI_TOOL_BENCH = "cli-tool-bench"  # `icae tasks import cli-tool-bench`
@@ -215,6 +225,32 @@ class CaseDefaults(Strict):
     reference: Reference = Field(
         default=Reference.ORACLE, description="what cases are judged against"
     )
+    compare_roots: list[str] | None = Field(
+        default=None,
+        description="absolute folders whose side effects are compared (on both sides); "
+        "unset: the whole box",
+    )
+    stderr: StderrPolicy = Field(
+        default=StderrPolicy.COMPARE, description="how stderr is judged (StderrPolicy)"
+    )
+    oracle_at_delivery_path: bool = Field(
+        default=False,
+        description="the oracle's image runs its entry from the delivery's entry path (a "
+        "link; both entries one absolute path), so what a tool says of its own path "
+        "(a traceback's `File \"…\"`) is the same on both sides",
+    )
+
+    @field_validator("compare_roots")
+    @classmethod
+    def _roots(cls, roots: list[str] | None) -> list[str] | None:
+        if roots is None:
+            return None
+        for root in roots:
+            # plain names only: the roots become match patterns (evaluation/scope.py)
+            parts = root.split("/")[1:]
+            if not re.fullmatch(r"(/[A-Za-z0-9._+-]+)+", root) or {".", ".."} & set(parts):
+                raise ValueError(f"a compared root is an absolute folder: {root!r}")
+        return roots
 
 
 _MODULE = r"^[A-Za-z_@][A-Za-z0-9_.@/-]{0,127}$"  # a module / package name (npm scopes too)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from icae_tui.domain.results import CaseResult
 from icae_tui.domain.task import CaseRef, Reference, Task
 from icae_tui.errors import BoxError, EngineLost, EngineUnavailable
+from icae_tui.evaluation.scope import collection_globs
 from icae_tui.evaluation.scoring import judge_case
 from icae_tui.evaluation.verdict import (
     COMPARE_CAP,
@@ -70,10 +71,13 @@ def case_call(task: Task, ref: CaseRef) -> CaseCall:
     """What the sandbox runs for a case on either side."""
     command, stdin = invocation(task, ref)
     cases = task.spec.cases
+    # what is not judged (the oracle's install, outside the compared roots) is not collected
+    # either: the count and digest of changes past the kept ones then cover what is judged
+    ignore = (*cases.ignore, *collection_globs(task.spec))
     return CaseCall(
         command=command, stdin=stdin, timeout_s=ref.case.timeout_s or cases.timeout_s,
         workdir=cases.workdir, files=dict(ref.case.files or {}), prep=ref.case.prep,
-        compare_cap=COMPARE_CAP, output_limit=OUTPUT_LIMIT, ignore=tuple(cases.ignore),
+        compare_cap=COMPARE_CAP, output_limit=OUTPUT_LIMIT, ignore=ignore,
     )  # fmt: skip
 
 

@@ -53,8 +53,9 @@ from typing import Any
 
 from icae_tui.domain.outcome import SideOutcome
 from icae_tui.domain.results import CaseResult, LadderMetric, SideRun, Verdict
-from icae_tui.domain.task import CaseRef, Task
+from icae_tui.domain.task import CaseRef, StderrPolicy, Task
 from icae_tui.evaluation.compare import exact_match, fuzzy_score
+from icae_tui.evaluation.scope import same_merged, scoped, stderr_judged
 
 COMPARE_CAP = 4 * 1024 * 1024  # bytes of each stream kept for comparison
 OUTPUT_LIMIT = 64 * 1024 * 1024  # both streams together; past this the case is stopped
@@ -98,11 +99,11 @@ def build_error_result(task: Task, ref: CaseRef, reason: str) -> CaseResult:
 
 def decide(task: Task, ref: CaseRef, oracles: Sequence[Attempt], delivery: Attempt) -> CaseResult:
     """The verdict of a case from every oracle run (`oracle_runs` of them) and the delivery's."""
-    outcomes = [o for o in oracles if isinstance(o, SideOutcome)]
+    outcomes = [scoped(task.spec, o) for o in oracles if isinstance(o, SideOutcome)]
     if isinstance(delivery, SideFault) or len(outcomes) < len(oracles):
         return fault_result(task, ref, oracles, delivery)
-    first = outcomes[0]
-    if any(not oracle_agrees(first, other) for other in outcomes[1:]):
+    first, stderr = outcomes[0], stderr_judged(task.spec)
+    if any(not oracle_agrees(first, other, stderr=stderr) for other in outcomes[1:]):
         return case_result(
             task, ref, Verdict.ORACLE_NONDETERMINISTIC,
             "the oracle gave different results on two runs; not counted",
@@ -132,12 +133,13 @@ def fault_result(
     )  # fmt: skip
 
 
-def oracle_agrees(a: SideOutcome, b: SideOutcome) -> bool:
-    """Two oracle runs gave the same result: stricter than EM, byte for byte."""
+def oracle_agrees(a: SideOutcome, b: SideOutcome, *, stderr: bool = True) -> bool:
+    """Two oracle runs gave the same result: stricter than EM, byte for byte (stderr unless
+    the task does not judge it)."""
     return (
         a.run.exit_code == b.run.exit_code
         and a.run.stdout_sha256 == b.run.stdout_sha256
-        and a.run.stderr_sha256 == b.run.stderr_sha256
+        and (not stderr or a.run.stderr_sha256 == b.run.stderr_sha256)
         and same_effects(a.run, b.run)
     )
 
@@ -199,8 +201,9 @@ def effects_reason(oracle: SideRun, delivery: SideRun) -> str:
 
 
 def judge(task: Task, ref: CaseRef, oracle: SideOutcome, delivery: SideOutcome) -> CaseResult:
-    """The ladder's verdict of a case both sides ran."""
-    return _ladder(task, ref, oracle, delivery)
+    """The ladder's verdict of a case both sides ran, on what the task judges of them (its
+    compared roots, never the oracle's own install: scope.py)."""
+    return _ladder(task, ref, scoped(task.spec, oracle), scoped(task.spec, delivery))
 
 
 def ended(r: SideRun) -> bool:
@@ -267,9 +270,12 @@ def _ladder(task: Task, ref: CaseRef, oracle: SideOutcome, delivery: SideOutcome
         return result(*breach)
     exec_ok = o.exit_code == d.exit_code
     sp = exec_ok and same_effects(o, d)
-    em = _same_stdout(oracle, delivery)
+    policy = task.spec.cases.stderr
+    merged = policy is StderrPolicy.MERGE  # stdout and stderr judged as one stream
+    em = same_merged(oracle, delivery) if merged else _same_stdout(oracle, delivery)
     # FM is a score on the displayed text, never a verdict of its own.
-    fm_score = 1.0 if em else round(fuzzy_score(o.stdout, d.stdout), 4)
+    shown = (o.stdout + o.stderr, d.stdout + d.stderr) if merged else (o.stdout, d.stdout)
+    fm_score = 1.0 if em else round(fuzzy_score(*shown), 4)
     fm = fm_score >= task.spec.cases.fm_threshold
     m = LadderMetric
     flags = dict(metrics={m.EXEC: float(exec_ok), m.SP: float(sp), m.EM: float(sp and em),
@@ -285,7 +291,9 @@ def _ladder(task: Task, ref: CaseRef, oracle: SideOutcome, delivery: SideOutcome
     if not sp:
         return result(Verdict.SIDE_EFFECTS, effects_reason(o, d), **flags)
     if not em:
-        return result(Verdict.WRONG_ANSWER, f"stdout differs (similarity {fm_score:.2f})", **flags)
-    if o.stderr_sha256 != d.stderr_sha256 and not exact_match(o.stderr, d.stderr):
+        what = "stdout and stderr (merged) differ" if merged else "stdout differs"
+        return result(Verdict.WRONG_ANSWER, f"{what} (similarity {fm_score:.2f})", **flags)
+    judged = policy is StderrPolicy.COMPARE  # else ignored, or judged within `em`
+    if judged and o.stderr_sha256 != d.stderr_sha256 and not exact_match(o.stderr, d.stderr):
         return result(Verdict.WRONG_ANSWER, "stderr differs", **flags)
     return result(Verdict.ACCEPTED, "identical", passed=True, **flags)

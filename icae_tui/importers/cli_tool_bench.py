@@ -54,7 +54,15 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 from icae_tui.catalog import TaskError, load_task
 from icae_tui.domain.outcome import SideOutcome
 from icae_tui.domain.runtimes import runtime_problem
-from icae_tui.domain.task import PINNED_PACKAGE, Case, OriginSource, Reference, Task, TaskSpec
+from icae_tui.domain.task import (
+    PINNED_PACKAGE,
+    Case,
+    OriginSource,
+    Reference,
+    StderrPolicy,
+    Task,
+    TaskSpec,
+)
 from icae_tui.errors import ConfigError, ImageBuildError
 from icae_tui.importers.ctb_fuzz_main import FUZZ_MAIN
 from icae_tui.importers.declared import checkout_requires, imported_names, python_requires
@@ -75,6 +83,14 @@ ORIGIN_FILE = "origin/cli-tool-bench.json"
 WORKDIR = "/test_data"
 BOX_ROOT = "/fuzz"
 ORACLE_BIN = "/opt/icae-oracle-bin"
+# How CLI-Tool-Bench judges a case (its DiffTestEngine): the files of its test-data folder
+# (and the tool's own repository, whose counterpart here is each side's install: never
+# compared) and one output stream, stderr merged into stdout, the oracle run from the path
+# the delivery's tool is called by.
+BENCH_SCOPE: dict[str, TomlValue | None] = {
+    "compare_roots": [WORKDIR], "stderr": StderrPolicy.MERGE.value,
+    "oracle_at_delivery_path": True,
+}  # fmt: skip
 MAX_OUTPUT = 32 * 1024 * 1024  # the fuzzer's JSON, read back from the box
 MAX_SOURCE = 1024 * 1024  # start.py, BaseRepoAdapter.py
 MAX_PROMPT = 1024 * 1024
@@ -617,7 +633,7 @@ def build_task(
           if written[Listed.FUZZ_REQUIRES] else []),
         toml_table("delivery", {"entry": f"/workspace/{called}",
                                 "build": f"test -x /workspace/{called}"}),
-        toml_table("cases", {"timeout_s": 30, "workdir": WORKDIR}),
+        toml_table("cases", {"timeout_s": 30, "workdir": WORKDIR, **BENCH_SCOPE}),
         *([kept] if (kept := needs.edits.packages_table()) else []),
     ]).encode()  # fmt: skip
     files[ORIGIN_FILE] = dump({"tool": tool, "seed": seed, "base_image": out.base_image,

@@ -49,7 +49,8 @@ def imported(tmp_path, capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out.splitlines()
     assert out == [
-        "ctb-acme-moo (acme/moo): created · cases differential against its golden repository",
+        "ctb-acme-moo (acme/moo): created · cases differential against the pinned registry "
+        "package cowsay==6.1",
         "  note: run_differential_test/repo/acme/moo/start.py: 9 cases in 6 files, generated "
         "with seed 20260101; oracle: pip:cowsay==6.1; expected outputs: its stdout, run once here",
         "ctb-acme-revtool (acme/revtool): created · cases differential against its golden "

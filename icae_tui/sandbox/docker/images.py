@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import re
 import shlex
 import shutil
 import tempfile
@@ -158,6 +159,8 @@ def recipe_hash(task: Task, base_id: str, role: Role) -> str:
         h.update(task.spec.oracle.model_dump_json().encode())
         h.update(task.spec.interface.model_dump_json().encode())
         _hash_tree(h, Path(task.root) / "oracle")
+        if task.spec.cases.oracle_at_delivery_path:  # only then: other tasks keep their hash
+            h.update(f"at\0{task.spec.delivery.entry}\0".encode())
     return h.hexdigest()[:16]
 
 
@@ -174,6 +177,30 @@ async def _commit(c: Container, name: str, task: Task, role: str) -> str:
     repo, tag = name.split(":", 1)
     await c.commit(repo, tag, {LABEL_TOOL: TOOL_NAME, "icae.task": task.id, "icae.role": role})
     return name
+
+
+def oracle_link(task: Task) -> tuple[str, str] | None:
+    """With `[cases] oracle_at_delivery_path`, the link the oracle's image makes at the
+    delivery's entry path to the oracle's entry, and the line that makes it; else None.
+    Run through the link, a script names the delivery's path in what it prints of itself
+    (Python's tracebacks), and resolves its own imports as before (sys.path[0] follows it)."""
+    spec = task.spec.oracle
+    if spec is None or not task.spec.cases.oracle_at_delivery_path:
+        return None
+    entries = (spec.entry.strip(), task.spec.delivery.entry.strip())
+    if not all(re.fullmatch(r"/[A-Za-z0-9._+/-]+", e) for e in entries):
+        raise ConfigError(
+            f"{Path(task.root) / 'task.toml'}: [cases] oracle_at_delivery_path needs [oracle] "
+            f"entry and [delivery] entry to be one absolute path each, not {entries!r}"
+        )
+    target, link = entries
+    if target == link:
+        return None
+    parent = link.rsplit("/", 1)[0] or "/"
+    return (
+        link,
+        f"mkdir -p {shlex.quote(parent)} && ln -sfn {shlex.quote(target)} {shlex.quote(link)}",
+    )
 
 
 def package_install_line(package: str) -> str:
@@ -294,6 +321,7 @@ async def ensure_task_images(
     if spec is None:  # judged against the stored expected outputs: no oracle to build
         progress(f"images ready for {task.id} (no oracle)")
         return TaskImages(agent=agent, oracle=agent)
+    linked = oracle_link(task)  # refused before anything is built for the oracle
     agent_id = (await docker.images.inspect(agent))["Id"]
     oracle = f"icae-oracle-{task.id}:{recipe_hash(task, agent_id, Role.ORACLE)}"
     if not await image_exists(docker, oracle):
@@ -319,8 +347,12 @@ async def ensure_task_images(
             if spec.package:
                 await _install_package(c, spec.package, progress, oracle)
             await _run_setup(c, spec.install, progress, oracle)
+            entry = spec.entry
+            if linked is not None:  # the oracle runs from the delivery's path
+                entry, line = linked
+                await _run_setup(c, [line], progress, oracle)
             await c.put_files(
-                {f"/usr/local/bin/{task.spec.interface.tool}": wrapper_script(spec.entry)},
+                {f"/usr/local/bin/{task.spec.interface.tool}": wrapper_script(entry)},
                 mode=0o755,
             )
             await _commit(c, oracle, task, "oracle")
