@@ -143,9 +143,30 @@ async def ensure_base_image(
 
 def _hash_tree(h: Digest, root: Path) -> None:
     for path in sorted(root.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts:
+        if "__pycache__" in path.parts:
+            continue
+        if path.is_symlink():  # a link is its target (a linked folder, too)
+            h.update(b"link\0" + str(path.relative_to(root)).encode() + b"\0")
+            h.update(os.readlink(path).encode() + b"\0")
+        elif path.is_file():
             h.update(str(path.relative_to(root)).encode() + b"\0")
             h.update(path.read_bytes())
+
+
+def tree_links(root: Path) -> dict[str, str]:
+    """The symbolic links under `root` (relative path → target), each one staying inside
+    it: the ICAE importer keeps a golden repository's inner links (a Rust workspace member
+    may be one) and refuses the others; one that leaves is refused here too."""
+    links: dict[str, str] = {}
+    for path in sorted(root.rglob("*")):
+        if not path.is_symlink():
+            continue
+        rel, target = path.relative_to(root).as_posix(), os.readlink(path)
+        inside = (path.parent / target).resolve()
+        if os.path.isabs(target) or not inside.is_relative_to(root.resolve()):
+            raise ImageBuildError(f"{path}: a link out of oracle/ ({target}): refused")
+        links[rel] = target
+    return links
 
 
 def recipe_hash(task: Task, base_id: str, role: Role) -> str:
@@ -336,11 +357,17 @@ async def ensure_task_images(
         try:
             files: dict[str, bytes] = {}
             oracle_dir = Path(task.root) / "oracle"
+            links = tree_links(oracle_dir)
             for path in sorted(oracle_dir.rglob("*")):
-                if path.is_file() and "__pycache__" not in path.parts:
-                    rel = path.relative_to(oracle_dir).as_posix()
+                rel = path.relative_to(oracle_dir).as_posix()
+                if path.is_file() and "__pycache__" not in path.parts and rel not in links:
                     files[f"{spec.path}/{rel}"] = path.read_bytes()
             await c.put_files(files)
+            for rel, target in links.items():  # as links, after what they point at
+                at = f"{spec.path}/{rel}"
+                await _run_setup(c, [f"mkdir -p {shlex.quote(os.path.dirname(at))} && "
+                                     f"ln -sfn {shlex.quote(target)} {shlex.quote(at)}"],
+                                 progress, oracle)  # fmt: skip
             if spec.requires:
                 await install_requires(c, spec.requires, progress, oracle,
                                        field="[oracle] requires")  # fmt: skip
