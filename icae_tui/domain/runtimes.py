@@ -87,9 +87,12 @@ class Refusal:
 RECIPES: dict[str, Runtime] = {
     r.name: r
     for r in (
-        # pip and venv: agents install packages the normal way (through the package gateway)
+        # pip and venv: agents install packages the normal way (through the package gateway).
+        # Bookworm's 3.11 is ICAE-EVAL's python:3.11, and Aider (aider-chat, numpy 1.26)
+        # installs only below 3.13; CLI-Tool-Bench's python:latest tools are imported onto
+        # trixie's 3.13 (their [image] base names it: importers/cli_tool_bench.py).
         Runtime("python", ("python3", "python3-pip", "python3-venv"), "python3 --version",
-                version="3.13", benchmark="3.11"),  # fmt: skip
+                release=Release.BOOKWORM, version="3.11", benchmark="3.11"),  # fmt: skip
         Runtime("shell", (), "sh -c true"),
         Runtime("javascript", ("nodejs", "npm"), "node --version && npm --version",
                 version="20.19", benchmark="20"),  # fmt: skip

@@ -53,7 +53,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from icae_tui.catalog import TaskError, load_task
 from icae_tui.domain.outcome import SideOutcome
-from icae_tui.domain.runtimes import runtime_problem
+from icae_tui.domain.runtimes import Release, runtime_problem
 from icae_tui.domain.task import (
     PINNED_PACKAGE,
     Case,
@@ -618,7 +618,9 @@ def build_task(
     clients = _PACKAGES[kind] if kind else packages if isinstance(packages, list) else []
     tables = _registry_tables(source, clients, needs, result)
     written = {what: tables[what][1] or None for what in Listed}
-    image: dict[str, TomlValue | None] = {"base": "icae-base:bookworm", "setup": [],
+    # CLI-Tool-Bench runs on python:latest / node:latest: trixie's runtimes (Python 3.13),
+    # not the default base's recipe release (bookworm's Python 3.11 prints differently)
+    image: dict[str, TomlValue | None] = {"base": Release.TRIXIE.base, "setup": [],
                                           "packages": written[Listed.IMAGE_PACKAGES]}  # fmt: skip
     oracle["requires"] = written[Listed.ORACLE_REQUIRES]
     files["task.toml"] = "\n".join([

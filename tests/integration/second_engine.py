@@ -43,10 +43,11 @@ class SecondEngine:
 
 
 def _images_to_copy() -> list[str]:
-    """The Debian bases and the python runtime built on trixie: those the first engine has."""
+    """The Debian bases and the python runtime on its release's: those the first engine has."""
     names = [Release.BOOKWORM.base, Release.TRIXIE.base]
     python = recipe_for("python")
-    found = subprocess.run(["docker", "image", "inspect", "-f", "{{.Id}}", Release.TRIXIE.base],
+    base = python.release.base if python is not None else Release.BOOKWORM.base
+    found = subprocess.run(["docker", "image", "inspect", "-f", "{{.Id}}", base],
                            capture_output=True, text=True, check=False)  # fmt: skip
     if python is not None and found.returncode == 0:
         names.append(runtime_image_name(found.stdout.strip(), python))

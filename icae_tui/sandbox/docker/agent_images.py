@@ -22,7 +22,9 @@ from icae_tui.sandbox.docker.images import image_exists
 
 AGENT_REPO = "icae-agentx"
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
-BUILD_CA = "/tmp/icae-build-ca.crt"  # removed again before the commit
+# At the root, not in /tmp: a tar entry for /tmp would reset its mode to 0755, and apt on
+# trixie (its signature check runs as _apt) then cannot write there. Removed before the commit.
+BUILD_CA = "/icae-build-ca.crt"
 INSTALL_STEP_TIMEOUT_S = 1800.0
 # Installing a CLI agent (npm with a 400 MB native binary, a Python venv with litellm) needs
 # more room than a sandboxed agent gets.

@@ -25,7 +25,9 @@ if TYPE_CHECKING:
     from icae_tui.sandbox.docker.containers import Container
 
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
-BUILD_CA = "/tmp/icae-build-ca.crt"  # removed again before the commit
+# At the root, not in /tmp: a tar entry for /tmp would reset its mode to 0755, and apt on
+# trixie (its signature check runs as _apt) then cannot write there. Removed before the commit.
+BUILD_CA = "/icae-build-ca.crt"
 CA_VARS = ("SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
            "npm_config_cafile")  # fmt: skip
 INSTALL_TIMEOUT_S = 1800.0
