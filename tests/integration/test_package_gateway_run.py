@@ -47,7 +47,8 @@ def _task(tmp_path):
     write = good_step(folder)["write"]
     steps = [
         {"run": "ls /sys/class/net"},
-        {"run": "pip install six==1.16.0"},
+        # --ignore-installed: Debian's python3-six may be in the image already
+        {"run": "pip install --ignore-installed six==1.16.0"},
         {"run": "cd /workspace && npm init -y >/dev/null && npm install is-number@7.0.0"},
         {"run": "pip install requests"},  # not allowed: refused, with a message it sees
         {"write": {"path": "mini.py", "content": NEEDS_BOTH + write["content"]}},

@@ -89,9 +89,10 @@ def test_images_build_and_the_listing_state_each_tasks_language_version(tmp_path
     out = capsys.readouterr().out.splitlines()
     [said] = [line for line in out if "runtime version:" in line]
     version = said.split()[3]
+    base = RECIPES["python"].release.base  # bookworm's 3.11: ICAE-EVAL's python:3.11
     assert said == ("  runtime version: python "
-                    f"{version} (icae-base:trixie + python3 python3-pip python3-venv)")  # fmt: skip
-    assert meets(version, RECIPES["python"].benchmark) and meets(version, "3.12")
+                    f"{version} ({base} + python3 python3-pip python3-venv)")  # fmt: skip
+    assert meets(version, RECIPES["python"].benchmark)
     assert any(line.startswith("kt: not built: ") and "kotlin:1.9.25" in line for line in out)
     assert any(line.startswith("mini: agent icae-agent-mini:") for line in out)
 
