@@ -425,9 +425,11 @@ class Run:
             missing = str(err)
         kept = False
         try:
-            outcome = await self._judge(sandbox, images.oracle, delivery_image, missing=missing)
+            sides = Sides(oracle_image=images.oracle, delivery_image=delivery_image,
+                          sanitizer_image=images.sanitizer)  # fmt: skip
+            outcome = await self._judge(sandbox, sides, missing=missing)
             if self.config.keep_delivery and outcome.status is RunStatus.COMPLETED:
-                outcome.sides = Sides(oracle_image=images.oracle, delivery_image=delivery_image)
+                outcome.sides = sides
                 kept = True
             return outcome
         finally:
@@ -735,11 +737,10 @@ class Run:
             )
         )  # fmt: skip
 
-    async def _judge(
-        self, sandbox: Sandbox, oracle_image: str, delivery_image: str, *, missing: str
-    ) -> RunOutcome:
+    async def _judge(self, sandbox: Sandbox, sides: Sides, *, missing: str) -> RunOutcome:
         """`missing`: why there is no delivery to judge (then every case is a build error)."""
         cfg, task = self.config, self.config.task
+        delivery_image = sides.delivery_image
         refs = task.cases_in(*cfg.splits)
         await self.emit(PhaseChanged(phase=Phase.BUILD, detail=task.spec.delivery.build))
         if missing:
@@ -776,7 +777,6 @@ class Run:
         if task.spec.cases.reference is Reference.EXPECTED:  # said wherever the phase shows
             detail += " against their stored expected outputs (no oracle)"
         await self.emit(PhaseChanged(phase=Phase.EVALUATE, detail=detail))
-        sides = Sides(oracle_image=oracle_image, delivery_image=delivery_image)
         async with (
             contextlib.AsyncExitStack() as stack,
             self._judge_gateway() as judge_gateway,

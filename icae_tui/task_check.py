@@ -228,8 +228,9 @@ async def check_tasks(
         if judged_by_oracle(task) and not image:
             images = await sandbox.task_images(task)
             checks = [
-                c async for c in verify_task(sandbox, task, images.oracle, run_id=new_run_id())
-            ]
+                c async for c in verify_task(sandbox, task, images.oracle, run_id=new_run_id(),
+                                             sanitizer_image=images.sanitizer)
+            ]  # fmt: skip
             problems += oracle_problems(task, checks)
             cases_run = len(checks)
         found[task.id] = problems

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 from icae_tui.domain.outcome import SideOutcome
 from icae_tui.domain.results import SideRun
+from icae_tui.domain.task import StderrPolicy
 from icae_tui.evaluation import verify
 from icae_tui.evaluation.verify import first_difference
 
@@ -26,7 +27,8 @@ def test_a_check_of_long_outputs_shows_where_they_first_differ(monkeypatch):
         yield ref, (_side(oracle), _side(oracle))
 
     monkeypatch.setattr(verify, "oracle_runs", runs)
-    task = SimpleNamespace(spec=SimpleNamespace(oracle=object()))
+    cases = SimpleNamespace(stderr=StderrPolicy.COMPARE)
+    task = SimpleNamespace(spec=SimpleNamespace(oracle=object(), sanitizer=None, cases=cases))
 
     async def checks():
         return [c async for c in verify.verify_task(None, task, "img", run_id="r")]  # type: ignore[arg-type]
@@ -55,3 +57,29 @@ def test_short_outputs_are_shown_whole_and_a_difference_at_the_start_has_no_lead
     text = first_difference("a" + HEAD, "b" + HEAD)
     assert text.startswith("stored 130 characters, oracle 130, first differ at character 0: "
                            f"stored {('a' + HEAD)[:30]!r}…")  # fmt: skip
+
+
+def test_verify_judges_stderr_as_the_tasks_policy_says(monkeypatch):
+    """Two oracle runs that differ only in stderr are sound where stderr is not judged."""
+    ref = SimpleNamespace(id="public/t#0", case=SimpleNamespace(expected_output="ok\n"))
+
+    def side(stderr: str) -> SideOutcome:
+        run = SideRun(exit_code=0, stdout="ok\n", stderr=stderr, stderr_sha256=stderr or "-")
+        return SideOutcome(run, b"ok\n")
+
+    async def runs(*_args, **_kwargs):
+        yield ref, (side("took 1 ms"), side("took 2 ms"))
+
+    monkeypatch.setattr(verify, "oracle_runs", runs)
+
+    def checked(policy: StderrPolicy) -> bool:
+        cases = SimpleNamespace(stderr=policy)
+        task = SimpleNamespace(spec=SimpleNamespace(oracle=object(), sanitizer=None, cases=cases))
+
+        async def checks():
+            return [c async for c in verify.verify_task(None, task, "img", run_id="r")]  # type: ignore[arg-type]
+
+        (check,) = asyncio.run(checks())
+        return check.deterministic
+
+    assert checked(StderrPolicy.IGNORE) and not checked(StderrPolicy.COMPARE)

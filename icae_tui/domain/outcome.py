@@ -14,6 +14,9 @@ class SideOutcome:
 
     run: SideRun
     stdout_full: bytes  # up to the case's compare cap: SideRun keeps only what is displayed
+    # what the task's [sanitizer] made of the judged output (stdout, or stdout and stderr
+    # when merged): compared in place of the streams when both sides have it
+    compared: str | None = None
 
     @property
     def stored_stdout(self) -> str:

@@ -80,6 +80,9 @@ class SideRun(BaseModel):
     changes_total: int = 0  # every effective change found, kept or not
     changes_sha256: str = ""  # sidefx.changes_digest of all of them: compared past the cap
     state: BoxState = "fresh"
+    # the judged output as the task's [sanitizer] masked it (display-capped); None: not masked
+    sanitized: str | None = None
+    prep_failed: str = ""  # the case's prep line failed on this side: its exit and last line
 
     @model_validator(mode="after")
     def _count_kept(self) -> SideRun:

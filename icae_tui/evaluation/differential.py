@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from icae_tui.domain.results import CaseResult
 from icae_tui.domain.task import CaseRef, Reference, Task
 from icae_tui.errors import BoxError, EngineLost, EngineUnavailable
+from icae_tui.evaluation.sanitizer import OutputSanitizer, masked
 from icae_tui.evaluation.scope import collection_globs
 from icae_tui.evaluation.scoring import judge_case
 from icae_tui.evaluation.verdict import (
@@ -49,6 +50,7 @@ log = logging.getLogger(__name__)
 class Sides:
     oracle_image: str
     delivery_image: str
+    sanitizer_image: str | None = None  # the task's [sanitizer] runs in a box of it
 
 
 def default_concurrency(path: CasePath = CasePath.SUPERVISED) -> int:
@@ -162,17 +164,31 @@ class Evaluator:
         self.delivery = pool(sides.delivery_image, Role.DELIVERY)
         self._roles = {id(self.oracle): Role.ORACLE, id(self.delivery): Role.DELIVERY}
         self._turns = _Turns()
+        self._sanitizer_image = sides.sanitizer_image if task.spec.sanitizer else None
+        self._run_id = run_id
+        self.sanitizer: OutputSanitizer | None = None
 
     def _pools(self) -> list[CasePool]:
         return [p for p in (self.oracle, self.delivery) if p is not None]
 
     async def __aenter__(self) -> Evaluator:
-        for p in self._pools():
-            await p.start()
+        try:
+            if self._sanitizer_image is not None:
+                self.sanitizer = await OutputSanitizer.start(
+                    self.sandbox, self.task, self._sanitizer_image, run_id=self._run_id
+                )
+            for p in self._pools():
+                await p.start()
+        except BaseException:
+            await self.__aexit__()
+            raise
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await asyncio.shield(asyncio.gather(*(p.close() for p in self._pools())))
+        closing = [p.close() for p in self._pools()]
+        if self.sanitizer is not None:
+            closing.append(self.sanitizer.close())
+        await asyncio.shield(asyncio.gather(*closing))
 
     async def run_case(self, ref: CaseRef) -> CaseResult:
         """One case, both sides. A side the engine could not run is retried once, alone and
@@ -187,6 +203,8 @@ class Evaluator:
                 retried = await self._attempt(ref, [pools[i] for i in failed])
             for i, again in zip(failed, retried, strict=True):
                 attempts[i] = again
+        if self.sanitizer is not None:
+            attempts = await masked(self.sanitizer, self.task, attempts)
         *oracles, delivery = attempts
         return judge_case(self.task, ref, oracles, delivery)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 
 from icae_tui.domain.outcome import SideOutcome
 from icae_tui.domain.results import SideRun
@@ -109,7 +110,7 @@ def scoped_run(spec: TaskSpec, run: SideRun) -> SideRun:
 
 def scoped(spec: TaskSpec, outcome: SideOutcome) -> SideOutcome:
     run = scoped_run(spec, outcome.run)
-    return outcome if run is outcome.run else SideOutcome(run, outcome.stdout_full)
+    return outcome if run is outcome.run else replace(outcome, run=run)
 
 
 def _merged(side: SideOutcome) -> str:

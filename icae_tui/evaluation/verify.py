@@ -1,7 +1,8 @@
 """`icae tasks verify`: every case against the live oracle, twice.
 
-A case is sound when the oracle gives the same exit code, stdout, stderr and side effects on
-both runs, and its stdout equals the stored `expected_output` byte for byte. A task with no
+A case is sound when the oracle gives the same exit code, stdout, stderr (unless the task
+ignores it) and side effects on both runs, and its stdout equals the stored
+`expected_output` byte for byte (both masked first by the task's `[sanitizer]`, if any). A task with no
 oracle (its cases judged against the stored outputs) has nothing to check: no case is given.
 
 `oracle_runs` is the oracle's run of every case, once or more, in its own case pool: verify
@@ -12,12 +13,15 @@ to record them (`SideOutcome.stored_stdout`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from icae_tui.domain.outcome import SideOutcome
 from icae_tui.domain.task import CaseRef, Task
 from icae_tui.evaluation.differential import case_call, case_limits, default_concurrency
+from icae_tui.evaluation.sanitizer import OutputSanitizer, SanitizerError, masked
+from icae_tui.evaluation.scope import stderr_judged
 from icae_tui.evaluation.verdict import oracle_agrees
 from icae_tui.sandbox.base import Role, Sandbox
 
@@ -92,18 +96,32 @@ async def oracle_runs(
 
 
 async def verify_task(
-    sandbox: Sandbox, task: Task, oracle_image: str, *, run_id: str
-) -> AsyncIterator[CaseCheck]:
+    sandbox: Sandbox, task: Task, oracle_image: str, *, run_id: str,
+    sanitizer_image: str | None = None,
+) -> AsyncIterator[CaseCheck]:  # fmt: skip
+    """Each case checked as a run judges it: stderr as the task's policy says, and with a
+    `[sanitizer]` (its image given) both runs and the stored output masked by it first."""
     if task.spec.oracle is None:  # judged against the stored outputs: nothing to check them by
         return
-    async for ref, (first, second) in oracle_runs(
-        sandbox, task, oracle_image, run_id=run_id, runs=2
-    ):
-        deterministic = oracle_agrees(first, second)
-        matches = first.stored_stdout == ref.case.expected_output
-        detail = []
-        if not deterministic:
-            detail.append("the oracle's two runs differ")
-        if not matches:
-            detail.append(first_difference(ref.case.expected_output, first.stored_stdout))
-        yield CaseCheck(ref.id, deterministic, matches, "; ".join(detail))
+    async with contextlib.AsyncExitStack() as stack:
+        sanitizer = None
+        if task.spec.sanitizer is not None and sanitizer_image is not None:
+            sanitizer = await OutputSanitizer.start(sandbox, task, sanitizer_image, run_id=run_id)
+            stack.push_async_callback(sanitizer.close)
+        async for ref, runs in oracle_runs(sandbox, task, oracle_image, run_id=run_id, runs=2):
+            first, second = runs
+            stored, printed = ref.case.expected_output, first.stored_stdout
+            if sanitizer is not None:
+                masked_runs = await masked(sanitizer, task, list(runs))
+                if all(isinstance(r, SideOutcome) for r in masked_runs):
+                    first, second = (r for r in masked_runs if isinstance(r, SideOutcome))
+                with contextlib.suppress(SanitizerError):
+                    stored, printed = await sanitizer.mask([stored, printed])
+            deterministic = oracle_agrees(first, second, stderr=stderr_judged(task.spec))
+            matches = printed == stored
+            detail = []
+            if not deterministic:
+                detail.append("the oracle's two runs differ")
+            if not matches:
+                detail.append(first_difference(stored, printed))
+            yield CaseCheck(ref.id, deterministic, matches, "; ".join(detail))

@@ -27,7 +27,9 @@ fuzzer, on the tree's `run_differential_test/BaseRepoAdapter.py`) with its agent
   else its prompt's, confirmed by the cases calling it; a system command (`cat FILE | tool`)
   only when the repository installs or is named so; an ambiguous one fails the tool.
 - an adapter's `sanitize_stdout` (CLI-Tool-Bench masks volatile output with it before
-  comparing) is third-party code, not run here: the import warns that there is one.
+  comparing) becomes the task's `[sanitizer]`: the fuzzer's files under sanitizer/ and a
+  program that runs the adapter's method there (evaluation/sanitizer.py runs it in a box);
+  the oracle runs twice (`oracle_runs = 2`), so what it still varies on is set apart.
 - the oracle's recipe is the adapter's (`install_oracle`, `base_image`, recorded in
   origin/cli-tool-bench.json), with its source replaced (`--oracle owner/repo=SOURCE`): a
   pinned registry package (`pip:NAME==V`, `npm:NAME@V`, [oracle] package, installed at
@@ -64,7 +66,7 @@ from icae_tui.domain.task import (
     TaskSpec,
 )
 from icae_tui.errors import ConfigError, ImageBuildError
-from icae_tui.importers.ctb_fuzz_main import FUZZ_MAIN
+from icae_tui.importers.ctb_fuzz_main import FUZZ_MAIN, SANITIZE_MAIN
 from icae_tui.importers.declared import checkout_requires, imported_names, python_requires
 from icae_tui.importers.folder_sync import Change, sync_folder
 from icae_tui.importers.icae_eval import ImportReport, Outcome, TaskImport
@@ -75,6 +77,7 @@ from icae_tui.importers.toml_text import TomlValue, toml_table
 from icae_tui.safe_text import printable
 from icae_tui.sandbox.docker.requires import debian_clients
 
+SANITIZER_PROGRAM = "sanitizer/icae_sanitize.py"
 SEED = 20260101  # every import's cases, unless --seed says otherwise
 REPO_DIR = "run_differential_test/repo"
 BASE_ADAPTER = "run_differential_test/BaseRepoAdapter.py"
@@ -99,6 +102,7 @@ STUBBED = ("DiffTestEngine",)  # the benchmark's docker runner: the box's FUZZ_M
 MAX_MODULES = 32  # the tree's modules a fuzzer's files bring along
 _IMAGES = {"python": "python", "node": "javascript", "golang": "go", "rust": "rust"}
 _PACKAGES = {"pip": ["python3-pip"], "npm": ["npm"]}
+_PINNED_LANGUAGE = {"pip": "python", "npm": "javascript"}
 _PIP = re.compile(r"(?<![\w./-])(?:python3? -m )?pip3? install(?=\s)")
 _NPM = re.compile(r"(?<![\w./-])npm (?:install|i|ci)(?=\s|$)")
 PIP_OFFLINE = "python3 -m pip install --no-index --no-build-isolation --break-system-packages"
@@ -129,8 +133,18 @@ class FuzzRun:
 
 
 FuzzRunner = Callable[[FuzzJob], FuzzRun]
-# a loaded task → each case's (by CaseRef.id) one run on its oracle, in a box
-OracleRunner = Callable[[Task], dict[str, SideOutcome]]
+
+
+@dataclass(frozen=True)
+class OracleRecord:
+    """What an oracle runner found: each case's (by CaseRef.id) one run on the oracle, in a
+    box, and every package its pinned `package` installed, pinned ([oracle] locked)."""
+
+    runs: dict[str, SideOutcome]
+    locked: list[str] = field(default_factory=list)
+
+
+OracleRunner = Callable[[Task], OracleRecord]
 
 Text = Annotated[str, StringConstraints(max_length=100_000)]
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")]
@@ -220,6 +234,17 @@ def fuzzer_requires(tree: Path, tool: str) -> list[str]:
     """The fuzzer's third-party modules as `pip:` requirements ([fuzz] requires)."""
     files, local = fuzzer_files(tree, tool)
     return python_requires([n for source in files.values() for n in _imports(source)], local)
+
+
+def sanitizer_files(tree: Path, tool: str) -> dict[str, bytes | Path]:
+    """The task's sanitizer/ folder: the fuzzer's files (its adapter) at their paths in the
+    tree, and the program that masks texts with the adapter's sanitize_stdout."""
+    found, _ = fuzzer_files(tree, tool)
+    files: dict[str, bytes | Path] = {f"sanitizer/{rel}": data for rel, data in found.items()}
+    files[SANITIZER_PROGRAM] = SANITIZE_MAIN.replace(
+        "sys.argv[1]", repr(f"{REPO_DIR}/{tool}/start.py")
+    ).encode()
+    return files
 
 
 def fuzz_job(tree: Path, tool: str, seed: int, requires: list[str] | None = None) -> FuzzJob:
@@ -551,20 +576,19 @@ def build_task(
     if problem is not None:
         result.problems.append(problem)
         return None
+    files: dict[str, bytes | Path] = dict(golden)
     packages = oracle.pop("packages", None)
-    if out.sanitizes:
-        result.problems.append(Problem(Severity.WARNING, shown, "sanitize_stdout",
-                                       "the adapter masks parts of the output before "
-                                       "CLI-Tool-Bench compares it; that code is not run here: "
-                                       "a case whose output varies from run to run is judged "
-                                       "as it is (icae tasks verify flags it)"))  # fmt: skip
+    try:  # its sanitize_stdout masks both sides' output as CLI-Tool-Bench's engine does
+        files |= sanitizer_files(tree, tool)
+    except ValueError as err:
+        result.problems.append(Problem(Severity.ERROR, shown, "sanitize_stdout", str(err)))
+        return None
     called = _prompt_name(prompt) or name  # the prompt may name the tool otherwise
     if called != name:
         result.problems.append(Problem(Severity.NOTE, prompt_rel, "CLI Tool Name",
                                        f"the prompt calls the tool {called}: so do the cases' "
                                        f"commands (the oracle's {name} answers for it)"))  # fmt: skip
     renamed = re.compile(rf"(?<![\w/.-]){re.escape(name)}(?![\w.-])")
-    files: dict[str, bytes | Path] = dict(golden)
     prd = (prompt.rstrip("\n") + contract(called)).encode()
     ua = dump({"fuzzy_prd": prompt, "oracle_data": {
         "task_id": task_id(tool), "golden_api_signature": f"{called} (a command-line tool)",
@@ -609,6 +633,13 @@ def build_task(
     files |= {rel: _case_file(*kept) for rel, kept in case_files.items()}
     language = _IMAGES.get(out.base_image.split(":")[0].rsplit("/", 1)[-1], "unknown")
     kind = source.split(":", 1)[0] if re.match(PINNED_PACKAGE, source) else None
+    if kind and language != _PINNED_LANGUAGE[kind]:
+        # the oracle is that registry's package: its runtime, not the adapter's toolchain
+        result.problems.append(Problem(Severity.NOTE, shown, "base_image",
+                                       f"{out.base_image} is {language}'s, but the oracle is the "
+                                       f"{kind} package {source.split(':', 1)[1]}: the task's "
+                                       f"runtime is {_PINNED_LANGUAGE[kind]}'s"))  # fmt: skip
+        language = _PINNED_LANGUAGE[kind]
     recorded = source if kind else f"checkout:{Path(source).expanduser().resolve()}"
     top: dict[str, TomlValue | None] = {"id": task_id(tool), "title": tool, "language": language,
                                         "summary": f"CLI-Tool-Bench's {tool}: the `{called}` "
@@ -635,7 +666,11 @@ def build_task(
           if written[Listed.FUZZ_REQUIRES] else []),
         toml_table("delivery", {"entry": f"/workspace/{called}",
                                 "build": f"test -x /workspace/{called}"}),
-        toml_table("cases", {"timeout_s": 30, "workdir": WORKDIR, **BENCH_SCOPE}),
+        toml_table("sanitizer", {"program": SANITIZER_PROGRAM,
+                                 "requires": written[Listed.FUZZ_REQUIRES]}),
+        # twice: what the oracle itself prints otherwise from run to run is set apart
+        toml_table("cases", {"timeout_s": 30, "workdir": WORKDIR, "oracle_runs": 2,
+                             **BENCH_SCOPE}),
         *([kept] if (kept := needs.edits.packages_table()) else []),
     ]).encode()  # fmt: skip
     files[ORIGIN_FILE] = dump({"tool": tool, "seed": seed, "base_image": out.base_image,
@@ -665,6 +700,17 @@ def _broken(run: SideOutcome) -> str | None:
     return None
 
 
+def with_locked(toml: bytes | Path, locked: list[str]) -> bytes:
+    """task.toml with `locked` after its [oracle] table's `package` line."""
+    text = toml.read_bytes() if isinstance(toml, Path) else toml
+    lines = text.decode().split("\n")
+    at = lines.index("[oracle]")
+    package = next(i for i in range(at, len(lines)) if lines[i].startswith("package = "))
+    pins = [f"  {json.dumps(p)}," for p in locked]
+    return "\n".join([*lines[:package + 1], "locked = [", *pins, "]",
+                      *lines[package + 1:]]).encode()  # fmt: skip
+
+
 def record_outputs(built: _Built, tool: str, runner: OracleRunner, result: TaskImport) -> bool:
     """Each case's `expected_output`: the oracle's stdout, from `runner` run on the task as
     staged outside the tasks folder (the final folder is written once, complete). False after
@@ -680,11 +726,14 @@ def record_outputs(built: _Built, tool: str, runner: OracleRunner, result: TaskI
                                            f"the catalog refuses the task: {err.message}"))  # fmt: skip
             return False
         try:
-            runs = runner(task)
+            record = runner(task)
         except ImageBuildError as err:
             result.problems.append(Problem(Severity.ERROR, shown, "install_oracle",
                                            f"the oracle's image did not build: {err}"))  # fmt: skip
             return False
+    runs = record.runs
+    if record.locked:  # the oracle is built again from exactly this set
+        built.files["task.toml"] = with_locked(built.files["task.toml"], record.locked)
     for rel, (description, cases) in built.cases.items():
         split, stem = rel.removeprefix("cases/").removesuffix(".json").split("/", 1)
         filled = []

@@ -14,15 +14,16 @@ import argparse
 import tomllib
 from pathlib import Path
 
-from icae_tui.domain.outcome import SideOutcome
 from icae_tui.domain.task import Reference, Task
-from icae_tui.errors import ConfigError
+from icae_tui.errors import ConfigError, ImageBuildError
 from icae_tui.importers import cli_tool_bench as ctb
-from icae_tui.importers.cli_tool_bench import FuzzJob, FuzzRun, OracleRunner
+from icae_tui.importers.cli_tool_bench import FuzzJob, FuzzRun, OracleRecord, OracleRunner
 from icae_tui.importers.icae_eval import ImportReport, Outcome, TaskImport, import_tree
 from icae_tui.importers.icae_export import export_tasks
 from icae_tui.importers.problems import Severity
+from icae_tui.packages.installed import list_argv, locked_set
 from icae_tui.safe_text import printable
+from icae_tui.sandbox.base import BoxSpec, Role, Sandbox
 
 ACTIONS = ("import", "export")
 SOURCES = ("icae-eval", "cli-tool-bench")
@@ -142,13 +143,26 @@ def fuzz_in_a_box(job: FuzzJob) -> FuzzRun:
                    overflowed=res.overflowed or res.truncated, timed_out=res.timed_out)  # fmt: skip
 
 
+async def _listing(sandbox: Sandbox, image: str, kind: str, run_id: str) -> bytes:
+    """What the registry's client lists as installed in `image` (a box of it, no network)."""
+    box = await sandbox.create_box(BoxSpec(image=image, run_id=run_id, role=Role.BUILD))
+    try:
+        res = await box.exec(list_argv(kind), timeout_s=120)
+    finally:
+        await box.remove()
+    if res.exit_code != 0:
+        raise ImageBuildError(f"{image}: `{' '.join(list_argv(kind))}` exited {res.exit_code}: "
+                              + res.stderr.decode(errors="replace").strip()[-300:])  # fmt: skip
+    return res.stdout
+
+
 def oracle_in_boxes(engine: str) -> OracleRunner:
     """Each case of a task run once on its oracle, on the engine `engine` names: the task's
     images built (or reused) from its recipe, the oracle side's case pool as `icae tasks
     verify` uses it (evaluation/verify.py). A CLI-Tool-Bench import's expected outputs."""
     import asyncio
 
-    async def runs(task: Task) -> dict[str, SideOutcome]:
+    async def runs(task: Task) -> OracleRecord:
         from icae_tui.evaluation.verify import oracle_runs
         from icae_tui.run import new_run_id
         from icae_tui.sandbox.registry import open_sandbox
@@ -156,8 +170,16 @@ def oracle_in_boxes(engine: str) -> OracleRunner:
         sandbox = await open_sandbox(engine)
         try:
             images = await sandbox.task_images(task)
-            return {ref.id: outcomes[0] async for ref, outcomes in oracle_runs(
-                sandbox, task, images.oracle, run_id=new_run_id())}  # fmt: skip
+            run_id = new_run_id()
+            outcomes = {ref.id: outcomes[0] async for ref, outcomes in oracle_runs(
+                sandbox, task, images.oracle, run_id=run_id)}  # fmt: skip
+            package = task.spec.oracle.package if task.spec.oracle else None
+            if package is None:
+                return OracleRecord(outcomes)
+            kind = package.split(":", 1)[0]
+            listed = [await _listing(sandbox, image, kind, run_id)
+                      for image in (images.agent, images.oracle)]  # fmt: skip
+            return OracleRecord(outcomes, locked_set(kind, *listed))
         finally:
             await sandbox.close()
 

@@ -54,3 +54,39 @@ json.dump({"base_image": adapter.base_image, "install": recorder.commands, "case
            "sanitizes": sanitizes}, out)
 out.close()
 """
+
+# The program of an imported tool's [sanitizer] (evaluation/sanitizer.py runs it in a box):
+# the tool's adapter, loaded as FUZZ_MAIN loads it (its folder holds the fuzzer's files at
+# their paths in the tree), masks each text of the JSON list on its stdin with its own
+# sanitize_stdout — BaseRepoAdapter's (ANSI escapes removed) when it does not override it —
+# as CLI-Tool-Bench does before comparing. Anything the adapter prints goes to stderr.
+SANITIZE_MAIN = r"""
+import importlib.util, inspect, json, os, sys, types
+
+here = os.path.dirname(os.path.abspath(__file__))
+start = os.path.join(here, sys.argv[1])
+texts = json.load(sys.stdin)
+out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+os.dup2(2, 1)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(start)))))
+sys.path.insert(0, os.path.dirname(start))
+stub = types.ModuleType("DiffTestEngine")
+class DiffTestEngine:
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("DiffTestEngine does not run here")
+stub.DiffTestEngine = DiffTestEngine
+sys.modules["DiffTestEngine"] = stub
+spec = importlib.util.spec_from_file_location("ctb_start", start)
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+import BaseRepoAdapter as base
+found = [v for v in vars(module).values() if inspect.isclass(v)
+         and issubclass(v, base.BaseRepoAdapter) and v is not base.BaseRepoAdapter
+         and not inspect.isabstract(v)]
+if len(found) != 1:
+    raise SystemExit(f"start.py defines {len(found)} adapters, not one")
+adapter = found[0]()
+mask = getattr(adapter, "sanitize_stdout", None) or (lambda text: text)
+json.dump([mask(t) for t in texts], out, ensure_ascii=False)
+out.close()
+"""

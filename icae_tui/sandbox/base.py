@@ -109,6 +109,7 @@ class Role(StrEnum):
     BUILD = "build"  # the build gate, and image builds
     AGENT_INSTALL = "agent-install"
     TEST = "test"
+    SANITIZER = "sanitizer"  # the task's own output sanitizer (evaluation/sanitizer.py)
 
 
 class Network(StrEnum):
@@ -167,6 +168,18 @@ class StepOutcome:
     disk_full: int | None = None
 
 
+CASE_SHELL = ("sh", "-c")
+
+
+def prep_failure(res: ExecResult) -> str:
+    """How a case's prep line failed ("" when it did not): CLI-Tool-Bench fails the case."""
+    if res.exit_code == 0 and not res.timed_out:
+        return ""
+    last = res.stderr.decode(errors="replace").strip().splitlines()[-1:]
+    why = "timed out" if res.timed_out else f"exit {res.exit_code}"
+    return f"{why}: {last[0][:200]}" if last else why
+
+
 @dataclass(frozen=True)
 class CaseCall:
     """One case on one side: what runs, with what, under which bounds."""
@@ -181,11 +194,22 @@ class CaseCall:
     output_limit: int = 64 * 1024 * 1024  # both streams together; past it the case stops
     ignore: tuple[str, ...] = ()  # side-effect globs the task ignores
 
+    # A case's lines run under `sh -c`, as the task docs and CLI-Tool-Bench say (Debian's sh
+    # is dash): not bash, whose extensions would make a case test the shell.
+    @property
+    def argv(self) -> list[str]:
+        return [*CASE_SHELL, self.command]
+
+    @property
+    def prep_argv(self) -> list[str] | None:
+        return None if self.prep is None else [*CASE_SHELL, self.prep]
+
 
 @dataclass(frozen=True)
 class TaskImages:
     agent: str
     oracle: str
+    sanitizer: str | None = None  # the task's [sanitizer] runs in a box of this image
 
 
 @dataclass

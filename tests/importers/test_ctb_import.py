@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from icae_tui.catalog import load_catalog
+from icae_tui.catalog import load_catalog, load_task
 from icae_tui.cli import main
 from icae_tui.domain.outcome import SideOutcome
 from icae_tui.domain.results import SideRun
@@ -22,6 +22,8 @@ from icae_tui.importers import cli_tool_bench as ctb
 from icae_tui.importers.cli_tool_bench import FuzzJob, FuzzRun
 from icae_tui.importers.icae_eval import Outcome
 from icae_tui.importers.problems import Severity
+from icae_tui.packages import installed
+from icae_tui.sandbox.docker import images
 from tests.importers.ctb_tree import COWSAY, MOO, REV, build_tree, checkout
 
 INSTALL = ["sh -c 'mkdir -p /repo && cd /repo && git clone https://github.com/acme/revtool.git "
@@ -107,6 +109,20 @@ def test_a_pinned_package_is_the_oracle_and_brings_its_client(tree, tmp_path):
         recorded["install_oracle"] == ["pip install ."]
         and recorded["base_image"] == "python:latest"
     )
+
+
+def test_a_pinned_pip_oracle_on_a_go_adapter_gets_pythons_runtime_not_go(tree, tmp_path):
+    """The oracle is a PyPI package: the Go toolchain (739 MB) was installed for nothing."""
+    box = Box({MOO: FuzzRun(0, _output([_case("cowsay -t a", "cowsay -t <text>")] * 2,
+                                       install=["pip install ."], base="golang:1.22"))})  # fmt: skip
+    tasks = tmp_path / "tasks"
+    report = ctb.import_tree(tree, tasks, runner=box, oracles={MOO: COWSAY}, only=[MOO])
+    spec = load_catalog(tasks).tasks["ctb-acme-moo"].spec
+    assert spec.language == "python" and spec.image.packages == ["python3-pip"]
+    (note,) = [p for p in report.tasks[0].problems if p.field == "base_image"]
+    assert note.severity is Severity.NOTE
+    assert note.message == ("golang:1.22 is go's, but the oracle is the pip package "
+                            "cowsay==6.1: the task's runtime is python's")  # fmt: skip
 
 
 @pytest.mark.parametrize(("run", "field", "message"), [
@@ -208,15 +224,18 @@ def _side(stdout: bytes, **bounds) -> SideOutcome:
 class Oracle:
     """Answers each case of the task it is given with a stdout of its own; keeps the tasks."""
 
-    def __init__(self, broken: dict[str, dict[str, bool]] | None = None, fails: bool = False):
+    def __init__(self, broken: dict[str, dict[str, bool]] | None = None, fails: bool = False,
+                 locked: list[str] | None = None):  # fmt: skip
         self.broken, self.fails, self.tasks = broken or {}, fails, []
+        self.locked = locked or []
 
     def __call__(self, task):
         self.tasks.append(task)
         if self.fails:
             raise ImageBuildError("oracle image: `pip install .` exited 1")
-        return {ref.id: _side(f"out of {ref.id}\n".encode() + b"\xff", **self.broken.get(ref.id, {}))
-                for ref in task.cases}  # fmt: skip
+        return ctb.OracleRecord(
+            {ref.id: _side(f"out of {ref.id}\n".encode() + b"\xff", **self.broken.get(ref.id, {}))
+             for ref in task.cases}, self.locked)  # fmt: skip
 
 
 def test_each_cases_expected_output_is_its_oracles_stdout(tree, tmp_path):
@@ -257,15 +276,24 @@ def test_an_oracle_image_that_does_not_build_fails_the_tool(tree, tmp_path):
     ]
 
 
-def test_an_adapter_that_sanitizes_its_output_is_said(tree, tmp_path):
+def test_the_adapters_sanitizer_and_two_oracle_runs_come_with_the_task(tree, tmp_path):
+    """CLI-Tool-Bench masks both sides with the adapter's sanitize_stdout: the task gets the
+    adapter's files and the program that runs it (in a box, at judging), and runs its oracle
+    twice so what still varies is set apart."""
     out = json.loads(_output([_case(), _case()])) | {"sanitizes": True}
     box = Box({REV: FuzzRun(0, json.dumps(out).encode())})
     report = ctb.import_tree(tree, tmp_path / "tasks", runner=box,
                              oracles={REV: str(checkout(tmp_path / "co"))}, only=[REV])  # fmt: skip
     (result,) = report.tasks
     assert result.outcome is Outcome.CREATED
-    (warning,) = [p for p in result.problems if p.severity is Severity.WARNING]
-    assert warning.field == "sanitize_stdout" and "not run here" in warning.message
+    assert not [p for p in result.problems if p.severity is Severity.WARNING]
+    task = load_task(tmp_path / "tasks" / result.task_id)
+    assert task.spec.sanitizer is not None and task.spec.cases.oracle_runs == 2
+    folder = Path(task.root) / "sanitizer"
+    program = (folder / "icae_sanitize.py").read_text()
+    assert f"run_differential_test/repo/{REV}/start.py" in program
+    assert (folder / f"run_differential_test/repo/{REV}/start.py").is_file()
+    assert (folder / "run_differential_test/BaseRepoAdapter.py").is_file()
 
 
 def test_an_npm_links_relative_bin_is_taken_off_path_still_working(tmp_path):
@@ -285,3 +313,33 @@ def test_an_npm_links_relative_bin_is_taken_off_path_still_working(tmp_path):
         assert not (tmp_path / "bin" / name).exists()
     assert subprocess.run([off / "tool"], capture_output=True, text=True).stdout == "linked\n"
     assert subprocess.run([off / "plain"], capture_output=True, text=True).stdout == "plain\n"
+
+
+def test_the_resolved_set_of_a_pinned_package_is_locked_in_the_task(tree, tmp_path):
+    """Only the top package was pinned: what it installed is recorded, and built from."""
+    box = Box({MOO: FuzzRun(0, _output([_case("cowsay -t a", "cowsay -t <text>")] * 2,
+                                       install=["pip install ."], base="python:latest"))})  # fmt: skip
+    tasks, locked = tmp_path / "tasks", ["pip:cowsay==6.1", "pip:wcwidth==0.2.13"]
+    ctb.import_tree(tree, tasks, runner=box, oracles={MOO: COWSAY}, only=[MOO],
+                    outputs=Oracle(locked=locked))  # fmt: skip
+    spec = load_catalog(tasks).tasks["ctb-acme-moo"].spec
+    assert spec.oracle is not None and spec.oracle.locked == locked
+    assert images.package_install_line(COWSAY, locked) == (
+        "python3 -m pip install --no-cache-dir --disable-pip-version-check "
+        "--break-system-packages --no-deps cowsay==6.1 wcwidth==0.2.13")
+
+
+def test_what_an_install_added_and_how_it_differs_from_its_lock():
+    before = json.dumps([{"name": "pip", "version": "23.0"}]).encode()
+    after = json.dumps([{"name": "pip", "version": "23.0"}, {"name": "cowsay", "version": "6.1"},
+                        {"name": "local", "version": "file:///x"}]).encode()  # fmt: skip
+    assert installed.locked_set("pip", before, after) == ["pip:cowsay==6.1"]
+    npm = {"dependencies": {"json": {"version": "11.0.0", "dependencies": {
+        "@a/b": {"version": "1.2.0"}}}}}  # fmt: skip
+    assert installed.locked_set("npm", b"{}", json.dumps(npm).encode()) == [
+        "npm:@a/b@1.2.0", "npm:json@11.0.0"]
+    assert installed.difference(["pip:a==1", "pip:b==2"], {"pip:x==0"},
+                                {"pip:x==0", "pip:a==1", "pip:b==3"}) == (
+        "not installed: pip:b==2; not locked: pip:b==3")  # fmt: skip
+    with pytest.raises(installed.UnreadableList):
+        installed.pinned("pip", b"{not json")

@@ -55,10 +55,6 @@ def imported(tmp_path, capsys):
         "with seed 20260101; oracle: pip:cowsay==6.1; expected outputs: its stdout, run once here",
         "ctb-acme-revtool (acme/revtool): created · cases differential against its golden "
         "repository",
-        "  warning: run_differential_test/repo/acme/revtool/start.py: field 'sanitize_stdout': "
-        "the adapter masks parts of the output before CLI-Tool-Bench compares it; that code is "
-        "not run here: a case whose output varies from run to run is judged as it is (icae "
-        "tasks verify flags it)",
         "  note: run_differential_test/repo/acme/revtool/start.py: 9 cases in 6 files, generated "
         f"with seed 20260101; oracle: checkout:{local}; expected outputs: its stdout, run once "
         "here",
@@ -105,6 +101,8 @@ async def _cowsay_of_the_oracle(tasks) -> dict[str, str]:
 async def test_the_pinned_package_oracle_itself_scores_100(imported, store):
     toml = (imported / "ctb-acme-moo" / "task.toml").read_text()
     assert 'package = "pip:cowsay==6.1"' in toml and 'oracle_source = "pip:cowsay==6.1"' in toml
+    # what the package installed, locked at import; the run's oracle is built from exactly it
+    assert 'locked = [\n  "pip:cowsay==6.1",\n]' in toml
     _solution(imported / "ctb-acme-moo", "oracle", await _cowsay_of_the_oracle(imported), "cowsay")
     outcome = await _run(imported, "ctb-acme-moo", "scripted:oracle", store)
     assert [(r.case_id, r.reason) for r in outcome.results if not r.passed] == []
@@ -164,6 +162,21 @@ async def test_a_delivery_that_differs_fails_what_it_should(imported, store):
     assert all(case_id.split("/")[1].startswith("revtool_save") for case_id in failed)
     assert set(failed.values()) == {Verdict.SIDE_EFFECTS}
     assert yaml.safe_load((folder / "solutions" / "wrong.yaml").read_text())["steps"]
+
+
+async def test_the_adapters_sanitizer_masks_both_sides(imported, store):
+    """revtool's adapter masks `saved N characters`: a delivery that counts otherwise is judged
+    as CLI-Tool-Bench judges it, by what the sanitizer (run in its box) leaves."""
+    folder = imported / "ctb-acme-revtool"
+    counts = REVTOOL.replace('print(f"saved {len(argv[2])} characters")',
+                             'print(f"saved {len(argv[2]) + 7} characters")')  # fmt: skip
+    assert counts != REVTOOL
+    _solution(folder, "counts", {"revtool": counts}, "revtool")
+    outcome = await _run(imported, "ctb-acme-revtool", "scripted:counts", store)
+    assert [(r.case_id, r.reason) for r in outcome.results if not r.passed] == []
+    save = next(r for r in outcome.results if r.case_id.startswith("hidden/revtool_save"))
+    assert save.oracle.stdout != save.delivery.stdout
+    assert save.oracle.sanitized == save.delivery.sanitized == "saved [N] characters\n"
 
 
 PYREV_START = (
@@ -268,6 +281,7 @@ async def test_the_pinned_npm_package_oracle_itself_scores_100(jsontool, store):
     assert spec.oracle is not None and spec.oracle.package == JSON_NPM
     assert spec.origin is not None and spec.origin.oracle_source == JSON_NPM
     assert spec.language == "javascript" and spec.image.packages == ["npm"]
+    assert spec.oracle is not None and spec.oracle.locked == [JSON_NPM]  # json has no deps
     lookups = json.loads((folder / "cases" / "hidden" / "json_f_file_key.json").read_text())
     for case in lookups["cases"]:  # the oracle answered each lookup with the drawn value
         doc = json.loads(case["files"]["doc.json"])

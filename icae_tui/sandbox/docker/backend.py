@@ -38,7 +38,7 @@ from icae_tui.sandbox.base import (
     StepOutcome,
     TaskImages,
 )
-from icae_tui.sandbox.docker import agent_images, engine_api, images, reaper
+from icae_tui.sandbox.docker import agent_images, engine_api, fuzz, images, reaper
 from icae_tui.sandbox.docker.containers import (
     Container,
     create_container,
@@ -386,7 +386,12 @@ class DockerSandbox:
         return await images.ensure_base_image(self.docker, progress, name=name or images.BASE_IMAGE)
 
     async def task_images(self, task: Task, progress: ProgressFn = lambda _m: None) -> TaskImages:
-        return await images.ensure_task_images(self.docker, task, progress)
+        built = await images.ensure_task_images(self.docker, task, progress)
+        if task.spec.sanitizer is None:
+            return built
+        requires = task.spec.sanitizer.requires
+        sanitizer = await fuzz.ensure_task_code_image(self.docker, requires, progress)
+        return TaskImages(agent=built.agent, oracle=built.oracle, sanitizer=sanitizer)
 
     async def agent_image(
         self, base: str, agent: str, version: str, lines: list[str], progress: ProgressFn,

@@ -72,6 +72,15 @@ async def ensure_fuzz_image(
     return name
 
 
+async def ensure_task_code_image(
+    docker: aiodocker.Docker, requires: list[str], progress: ProgressFn = lambda _m: None
+) -> str:
+    """The image a task's own Python (a fuzzer, a sanitizer) runs in: the fuzz base, with
+    `requires` when it has any."""
+    await ensure_base_image(docker, progress, name=FUZZ_BASE)
+    return await ensure_fuzz_image(docker, FUZZ_BASE, requires, progress) if requires else FUZZ_BASE
+
+
 async def run_once(
     files: dict[str, bytes], argv: list[str], *, workdir: str, env: dict[str, str],
     timeout_s: float, cap_bytes: int, image: str = FUZZ_BASE, requires: list[str] | None = None,

@@ -31,6 +31,7 @@ import re
 import shlex
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import aiodocker
@@ -45,6 +46,7 @@ from icae_tui.domain.runtimes import (
 )
 from icae_tui.domain.task import Task
 from icae_tui.errors import ConfigError, ImageBuildError
+from icae_tui.packages import installed
 from icae_tui.sandbox.base import Limits, ProgressFn, Role, TaskImages, wrapper_script
 from icae_tui.sandbox.capture import Digest
 from icae_tui.sandbox.docker.containers import Container, create_container
@@ -224,17 +226,33 @@ def oracle_link(task: Task) -> tuple[str, str] | None:
     )
 
 
-def package_install_line(package: str) -> str:
-    """The one line that installs a pinned `pip:NAME==V` / `npm:NAME@V` (OracleSpec.package)."""
+def package_install_line(package: str, locked: Sequence[str] = ()) -> str:
+    """The one line that installs a pinned `pip:NAME==V` / `npm:NAME@V` (OracleSpec.package);
+    with pip and a lock, exactly the locked set (`--no-deps`: nothing resolved again)."""
     kind, name = package.split(":", 1)
     if kind == "pip":
+        pins = list(dict.fromkeys([name, *(p.split(":", 1)[1] for p in locked)]))
+        no_deps = "--no-deps " if locked else ""
         return ("python3 -m pip install --no-cache-dir --disable-pip-version-check "
-                f"--break-system-packages {shlex.quote(name)}")  # fmt: skip
+                f"--break-system-packages {no_deps}{' '.join(shlex.quote(p) for p in pins)}")  # fmt: skip
     return f"npm install --global --no-fund --no-audit {shlex.quote(name)}"
 
 
-async def _install_package(c: Container, package: str, progress: ProgressFn, what: str) -> None:
-    line = package_install_line(package)
+async def _listed(c: Container, kind: str, what: str) -> set[str]:
+    res = await c.exec(installed.list_argv(kind), timeout_s=120)
+    try:
+        return installed.pinned(kind, res.stdout)
+    except installed.UnreadableList as err:
+        raise ImageBuildError(f"{what}: {err}") from None
+
+
+async def _install_package(
+    c: Container, package: str, progress: ProgressFn, what: str, locked: Sequence[str] = ()
+) -> None:
+    """The package, then (with a lock) a check that what it installed is what was locked."""
+    kind = package.split(":", 1)[0]
+    before = await _listed(c, kind, what) if locked else set()
+    line = package_install_line(package, locked)
     progress(f"{what}: $ {line}")
     res = await registry_exec(c, line, timeout_s=RUNTIME_STEP_TIMEOUT_S)
     if res.exit_code != 0:
@@ -243,6 +261,10 @@ async def _install_package(c: Container, package: str, progress: ProgressFn, wha
         raise ImageBuildError(f"{what}: installing {package}: `{line}` {why} (is the registry "
                               "reachable from the engine's bridge network?):\n"
                               + tail.decode("utf-8", errors="replace").strip())  # fmt: skip
+    if locked and (off := installed.difference(locked, before, await _listed(c, kind, what))):
+        raise ImageBuildError(f"{what}: {package} installs otherwise than [oracle] locked "
+                              f"recorded at import ({off}); import the tool again to lock "
+                              "what the registry resolves now")  # fmt: skip
 
 
 def runtime_image_name(base_id: str, runtime: Runtime) -> str:
@@ -372,7 +394,7 @@ async def ensure_task_images(
                 await install_requires(c, spec.requires, progress, oracle,
                                        field="[oracle] requires")  # fmt: skip
             if spec.package:
-                await _install_package(c, spec.package, progress, oracle)
+                await _install_package(c, spec.package, progress, oracle, spec.locked)
             await _run_setup(c, spec.install, progress, oracle)
             entry = spec.entry
             if linked is not None:  # the oracle runs from the delivery's path
