@@ -164,6 +164,20 @@ LADDER = [
     ("left running, however many", OK, side(left_running=78), RE, LEFT),
     ("left running before processes", OK, side(left_running=5, pids_capped=True), RE, LEFT),
     (
+        "processes before left running, for a bomb killed at its timeout",
+        OK,
+        side(left_running=1, pids_capped=True, timed_out=True, exit_code=124),
+        RE,
+        "hit the process limit (fork bomb?), no exit within 3 s",
+    ),
+    (
+        "left running, for a bomb killed at its timeout whose oracle hit the limit too",
+        side(pids_capped=True),
+        side(left_running=1, pids_capped=True, timed_out=True, exit_code=124),
+        RE,
+        LEFT + ", no exit within 3 s",
+    ),
+    (
         "left running before time",
         OK,
         side(left_running=2, timed_out=True, exit_code=124),
@@ -401,7 +415,8 @@ def test_processes_left_running_are_a_runtime_error_whatever_else_happened(
     )
     result = judge(TASK, REF, oracle, lingering)
     ended = delivery.run.exit_code is not None and not delivery.run.overflowed
-    if verdict is Verdict.ORACLE_ERROR or oracle.run.left_running or not ended:
+    bomb_timed_out = delivery.run.pids_capped and delivery.run.timed_out  # capped comes first
+    if verdict is Verdict.ORACLE_ERROR or oracle.run.left_running or not ended or bomb_timed_out:
         assert (result.verdict, result.reason) == (verdict, reason)
     else:
         clock = ", no exit within 3 s" if delivery.run.timed_out else ""
@@ -678,3 +693,27 @@ def test_a_capped_side_does_not_call_paths_past_its_kept_ones_untouched():
     assert effects_reason(oracle, delivery) == (
         "side effects differ past the 3 kept changes: 900 changes (oracle 3)"
     )
+
+
+def test_a_failed_prep_line_fails_the_delivery_and_voids_the_oracle() -> None:
+    failed = "exit 4: no such command"
+    delivery = judge(TASK, REF, OK, side(prep_failed=failed))
+    assert delivery.verdict is RE
+    assert delivery.reason == f"the case's prep line failed ({failed})"
+    oracle = judge(TASK, REF, side(prep_failed=failed), side(prep_failed=failed))
+    assert oracle.verdict is Verdict.ORACLE_ERROR
+    assert oracle.reason == f"the oracle failed the case's prep line ({failed})"
+
+
+def test_sanitized_sides_are_compared_as_masked() -> None:
+    def masked(stdout: str, text: str) -> SideOutcome:
+        return SideOutcome(run(stdout, sanitized=text), stdout.encode(), compared=text)
+
+    same = judge(TASK, REF, masked("at 1\n", "at N\n"), masked("at 2\n", "at N\n"))
+    assert same.verdict is AC
+    other = judge(TASK, REF, masked("at 1\n", "at N\n"), masked("at 2\n", "was N\n"))
+    assert other.verdict is WA
+    assert oracle_agrees(masked("1", "N"), masked("2", "N"))
+    assert not oracle_agrees(masked("1", "N"), masked("1", "M"))
+    # a side the sanitizer did not mask: both compared raw
+    assert judge(TASK, REF, masked("at 1\n", "at N\n"), side("at 2\n")).verdict is WA

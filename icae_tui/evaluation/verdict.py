@@ -17,12 +17,14 @@ its retry. `decide` walks the ladder; the first step that fails gives the verdic
 | Left      | no process of the delivery's was alive after its        | `runtime_error`, whatever  |
 |           | command ended with an exit code (unless the oracle's    | their number               |
 |           | were too; a command cut at the output cap or never seen |                            |
-|           | to end is judged below)                                 |                            |
+|           | to end is judged below, and one that hit the process    |                            |
+|           | limit and ran out the clock by Processes)               |                            |
 | Processes | no fork of the delivery failed at the pids limit        | `runtime_error`, even if   |
 |           | (unless the oracle's did too)                           | it ran out the clock too   |
 | Box       | the delivery's box survived the case (it did not end    | `runtime_error`            |
 |           | every process in it, its init's keepalive included)     |                            |
-| Time      | the delivery exited within the case's timeout           | `time_limit`               |
+| Time      | the delivery's command ended within the case's timeout, | `time_limit`               |
+|           | on the host's clock (never told by its exit code: 124)  |                            |
 | Memory    | the delivery was not OOM-killed                         | `memory_limit`             |
 | Disk      | the delivery's box did not fill its disk (sandbox/disk) | `disk_limit`               |
 |           | (unless the oracle's did too)                           |                            |
@@ -40,7 +42,11 @@ FM (normalised similarity ≥ the task's `fm_threshold`) is reported beside EM. 
 leaves processes running is the delivery's fault however many they are, and that comes
 first: a detached fork bomb may or may not reach the pids limit before it is stopped, but
 it is always left running, so its verdict and reason are the same on every run (how many
-were left is in `SideRun.left_running`, never in the reason). `oracle_error` and
+were left is in `SideRun.left_running`, never in the reason). A fork bomb killed at its
+timeout is the other way round: it always hit the limit, and a fork in flight when the kill
+came may or may not outlive it (a shell blocks SIGTERM while it forks, and its child is
+born without the signal), so there the limit comes first. Processes that were only still
+exiting when the host looked are never counted as left (sandbox/docker/procs.py). `oracle_error` and
 `oracle_nondeterministic` are not counted against the agent (Verdict.counted).
 """
 
@@ -136,12 +142,13 @@ def fault_result(
 def oracle_agrees(a: SideOutcome, b: SideOutcome, *, stderr: bool = True) -> bool:
     """Two oracle runs gave the same result: stricter than EM, byte for byte (stderr unless
     the task does not judge it)."""
-    return (
-        a.run.exit_code == b.run.exit_code
-        and a.run.stdout_sha256 == b.run.stdout_sha256
-        and (not stderr or a.run.stderr_sha256 == b.run.stderr_sha256)
-        and same_effects(a.run, b.run)
-    )
+    if a.compared is not None and b.compared is not None:  # as the task's sanitizer left them
+        same_output = a.compared == b.compared
+    else:
+        same_output = a.run.stdout_sha256 == b.run.stdout_sha256 and (
+            not stderr or a.run.stderr_sha256 == b.run.stderr_sha256
+        )
+    return a.run.exit_code == b.run.exit_code and same_output and same_effects(a.run, b.run)
 
 
 def same_effects(a: SideRun, b: SideRun) -> bool:
@@ -221,9 +228,11 @@ def bound_broken(
     the delivery. A fork bomb usually also runs out the clock: the cause is the better
     verdict, so the rungs go from cause to symptom."""
     clock = f", no exit within {limit:g} s" if d.timed_out else ""
-    if d.left_running and not (oracle is not None and oracle.left_running) and ended(d):
+    capped = d.pids_capped and not (oracle is not None and oracle.pids_capped)
+    left = d.left_running and not (oracle is not None and oracle.left_running) and ended(d)
+    if left and not (capped and d.timed_out):  # a bomb killed at its timeout: capped first
         return Verdict.RUNTIME_ERROR, "left processes running after its command ended" + clock
-    if d.pids_capped and not (oracle is not None and oracle.pids_capped):
+    if capped:
         return Verdict.RUNTIME_ERROR, "hit the process limit (fork bomb?)" + clock
     if d.box_died and not d.oom_killed:
         return (Verdict.RUNTIME_ERROR, "killed its own box: every process in it ended, "
@@ -242,6 +251,8 @@ def bound_broken(
 
 def _oracle_failure(o: SideRun) -> str | None:
     """Why the oracle's run cannot be the reference; None when it can."""
+    if o.prep_failed:
+        return f"failed the case's prep line ({o.prep_failed})"
     if o.timed_out:
         return "timed out"
     if o.oom_killed:
@@ -266,15 +277,23 @@ def _ladder(task: Task, ref: CaseRef, oracle: SideOutcome, delivery: SideOutcome
     limit = ref.case.timeout_s or task.spec.cases.timeout_s
     if why := _oracle_failure(o):
         return result(Verdict.ORACLE_ERROR, f"the oracle {why}")
+    if d.prep_failed:  # as CLI-Tool-Bench: a prep that fails fails the case
+        return result(Verdict.RUNTIME_ERROR, f"the case's prep line failed ({d.prep_failed})")
     if breach := bound_broken(d, limit, task.spec.cases.disk_mb, oracle=o):
         return result(*breach)
     exec_ok = o.exit_code == d.exit_code
     sp = exec_ok and same_effects(o, d)
     policy = task.spec.cases.stderr
     merged = policy is StderrPolicy.MERGE  # stdout and stderr judged as one stream
-    em = same_merged(oracle, delivery) if merged else _same_stdout(oracle, delivery)
+    masked = oracle.compared is not None and delivery.compared is not None
+    if masked:  # the task's sanitizer masked what varies (stdout, or both streams merged)
+        em = exact_match(oracle.compared or "", delivery.compared or "")
+    else:
+        em = same_merged(oracle, delivery) if merged else _same_stdout(oracle, delivery)
     # FM is a score on the displayed text, never a verdict of its own.
     shown = (o.stdout + o.stderr, d.stdout + d.stderr) if merged else (o.stdout, d.stdout)
+    if masked:
+        shown = (o.sanitized or "", d.sanitized or "")
     fm_score = 1.0 if em else round(fuzzy_score(*shown), 4)
     fm = fm_score >= task.spec.cases.fm_threshold
     m = LadderMetric

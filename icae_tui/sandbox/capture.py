@@ -68,9 +68,12 @@ def exec_result(
     watchdog_fired: bool,
     overflowed: bool,
 ) -> ExecResult:
-    """The result of a command run under coreutils `timeout`: 124 is its timeout, 137 past
-    the limit means it had to SIGKILL."""
-    timed_out = watchdog_fired or exit_code == 124 or (exit_code == 137 and duration >= timeout_s)
+    """The result of a command run under coreutils `timeout`. Timed out is told by the
+    host's clock (`duration`, started before the command was), never by an exit code: a
+    program may exit 124 at once, and one that escaped `timeout`'s group can hold the
+    command's end past the limit while `timeout` itself exits 0. A `timeout` that fired
+    always ends past the limit on this clock."""
+    timed_out = watchdog_fired or duration >= timeout_s
     return ExecResult(
         exit_code=exit_code,
         stdout=bytes(out.data),

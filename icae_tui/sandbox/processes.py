@@ -54,6 +54,7 @@ from icae_tui.sandbox.base import (
     Role,
     StepOutcome,
     TaskImages,
+    prep_failure,
     wrapper_script,
 )
 from icae_tui.sandbox.capture import DEFAULT_ENV, Capture, exec_result
@@ -121,13 +122,13 @@ class ProcessBox:
             *environment, "/bin/sh", "-c", 'cd "$1" || exit 125; shift; exec "$@"', "sh",
             workdir or "/", "timeout", "-k", "2", f"{timeout_s:g}", *argv,
         ]  # fmt: skip
+        started = time.monotonic()  # before `timeout` starts: its clock never runs ahead
         proc = await asyncio.create_subprocess_exec(
             *full, stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
         )  # fmt: skip
         self._groups.add(proc.pid)
         out, err = Capture(cap_bytes), Capture(cap_bytes)
-        started = time.monotonic()
         overflowed = watchdog_fired = False
 
         async def pump(stream: asyncio.StreamReader, capture: Capture, name: str) -> None:
@@ -543,11 +544,14 @@ class ProcessCasePool:
                 await box.put_files(
                     {f"{call.workdir}/{p}": t.encode() for p, t in call.files.items()}
                 )
+            prep = ""
             if call.prep:
-                await box.exec(call.prep, workdir=call.workdir, timeout_s=30)
+                prep = prep_failure(
+                    await box.exec(call.prep_argv or [], workdir=call.workdir, timeout_s=30)
+                )
             before = await asyncio.to_thread(_walk, box.upper)
             res = await box.exec(
-                call.command, stdin=call.stdin, workdir=call.workdir, timeout_s=call.timeout_s,
+                call.argv, stdin=call.stdin, workdir=call.workdir, timeout_s=call.timeout_s,
                 cap_bytes=call.compare_cap, kill_after_bytes=call.output_limit,
             )  # fmt: skip
             after = await asyncio.to_thread(_walk, box.upper)
@@ -567,6 +571,7 @@ class ProcessCasePool:
             timed_out=res.timed_out, overflowed=res.overflowed,
             duration_s=round(res.duration_s, 4), changes=changes,
             changes_total=changes.total, changes_sha256=changes.sha256, state="fresh",
+            prep_failed=prep,
         )  # fmt: skip
         return SideOutcome(side, res.stdout)
 

@@ -16,14 +16,16 @@
  *                  'O'  a chunk of the case's stdout     'E'  a chunk of its stderr
  *                  'X'  u32 exit status as `docker exec` reports it (128 + signal if killed)
  *                  'F'  the case could not start (chdir, exec): text; nothing of it ran
+ *                  'C'  we were stopped (SIGSTOP) and continued since the last report: what
+ *                       we saw of this case is not to be trusted (empty; before its 'X')
  *
  * As `docker exec` does, the child leads its own session, starts with default signals, an
  * empty mask and /dev/null for stdin when none is given; output still open after the main
  * process ended is forwarded for LINGER_MS more, then its pipes are closed. End of the channel
  * kills the case's process group and ends the supervisor. The host trusts none of this blindly:
- * it checks the supervisor's pid, start time and binary from outside after every case, and a
- * supervisor gone, changed or silent means the box is discarded and the case run again on the
- * engine's own exec.
+ * it checks the supervisor's pid, start time and binary from outside after every case, and
+ * watches its state during one; a supervisor gone, changed, stopped or silent means the box is
+ * discarded and the case run again on the engine's own exec.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -42,11 +44,15 @@
 #define CHUNK 65536
 #define LINGER_MS 2000
 
-static int wake[2] = {-1, -1}; /* SIGCHLD -> a byte: poll wakes when the case ends */
+static int wake[2] = {-1, -1}; /* SIGCHLD, SIGCONT -> a byte: poll wakes */
+/* SIGCONTs received: a case (root, like us) can SIGSTOP us, which nothing can catch, but
+ * only a SIGCONT lets us run again, and its handler always runs then. */
+static volatile sig_atomic_t conts;
+static sig_atomic_t told; /* conts when the host was last told */
 
-static void on_child(int sig) {
-    (void)sig;
+static void on_signal(int sig) {
     int saved = errno;
+    if (sig == SIGCONT) conts++;
     if (write(wake[1], "c", 1) < 0) {
     }
     errno = saved;
@@ -98,6 +104,14 @@ static void frame_u32(char type, uint32_t v) {
     unsigned char b[4];
     put_u32(b, v);
     frame(type, b, 4);
+}
+
+/* 'C' once for every run of stops not yet reported */
+static void tell_continued(void) {
+    if (conts != told) {
+        told = conts;
+        frame('C', NULL, 0);
+    }
 }
 
 static long long now_ms(void) {
@@ -191,6 +205,7 @@ static void run_case(unsigned char *req, uint32_t len) {
     int exited = 0, wstatus = 0;
     long long deadline = 0;
     for (;;) {
+        tell_continued(); /* at once: the host then judges the case its own way */
         if (exited && ofd[0] < 0 && ofd[1] < 0) break;
         int timeout = -1;
         if (exited) {
@@ -250,6 +265,7 @@ static void run_case(unsigned char *req, uint32_t len) {
     if (in[1] >= 0) close(in[1]);
     uint32_t code = WIFSIGNALED(wstatus) ? 128u + (uint32_t)WTERMSIG(wstatus)
                                          : (uint32_t)WEXITSTATUS(wstatus);
+    tell_continued();
     frame_u32('X', code);
 }
 
@@ -258,9 +274,10 @@ int main(void) {
     if (pipe2(wake, O_CLOEXEC | O_NONBLOCK)) return 2;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_child;
+    sa.sa_handler = on_signal;
     sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
     sigaction(SIGCHLD, &sa, NULL);
+    sigaction(SIGCONT, &sa, NULL);
     for (int fd = 3; fd < 1024; fd++) /* nothing inherited reaches a case */
         if (fd != wake[0] && fd != wake[1]) fcntl(fd, F_SETFD, FD_CLOEXEC);
     frame_u32('H', (uint32_t)getpid());

@@ -26,7 +26,7 @@ import aiohttp
 from icae_tui.domain.outcome import SideOutcome
 from icae_tui.domain.results import BoxState, SideRun
 from icae_tui.errors import BoxError
-from icae_tui.sandbox.base import DISPLAY_CAP, CaseCall, ExecResult
+from icae_tui.sandbox.base import DISPLAY_CAP, CaseCall, ExecResult, prep_failure
 from icae_tui.sandbox.docker.containers import Container, case_argv
 from icae_tui.sandbox.docker.disk import LayerWatch, full_bytes
 from icae_tui.sandbox.docker.hostview import ENGINE_NOISE, HostView, State
@@ -38,6 +38,7 @@ from icae_tui.sandbox.docker.inbox import (
     fold_deletions,
     unpack,
 )
+from icae_tui.sandbox.docker.procs import let_dying_end
 from icae_tui.sandbox.docker.sides import (
     Box,
     SidePool,
@@ -119,8 +120,9 @@ async def _run_host(pool: SidePool, box: Box, call: CaseCall, *, supervised: boo
             await asyncio.to_thread(write_fixtures, box, call.files)
         elif call.files:
             await c.put_files({f"{workdir}/{p}": t.encode() for p, t in call.files.items()})
+        prep = ""
         if call.prep:
-            await c.exec(call.prep, workdir=workdir, timeout_s=30)
+            prep = prep_failure(await c.exec(call.prep_argv or [], workdir=workdir, timeout_s=30))
         touched = bool(call.files or call.prep)
         before_work: dict[str, Entry] = {}
         before_states = box.base_states
@@ -140,7 +142,7 @@ async def _run_host(pool: SidePool, box: Box, call: CaseCall, *, supervised: boo
             if supervisor is not None:
                 try:
                     res = await supervisor.run(
-                        case_argv(call.command, call.timeout_s), stdin=call.stdin,
+                        case_argv(call.argv, call.timeout_s), stdin=call.stdin,
                         workdir=workdir, timeout_s=call.timeout_s, cap_bytes=call.compare_cap,
                         kill_after_bytes=call.output_limit,
                     )  # fmt: skip
@@ -151,7 +153,7 @@ async def _run_host(pool: SidePool, box: Box, call: CaseCall, *, supervised: boo
                 pool.stats.supervised += 1
             else:
                 res = await c.exec(
-                    call.command, stdin=call.stdin, workdir=workdir, timeout_s=call.timeout_s,
+                    call.argv, stdin=call.stdin, workdir=workdir, timeout_s=call.timeout_s,
                     cap_bytes=call.compare_cap, kill_after_bytes=call.output_limit,
                 )  # fmt: skip
         try:
@@ -174,7 +176,7 @@ async def _run_host(pool: SidePool, box: Box, call: CaseCall, *, supervised: boo
         await pool.release(
             box, after=seen.after, result=res if res is not None else ExecResult(None, b"", b"")
         )
-    return _outcome(res, seen, state)
+    return _outcome(res, seen, state, prep)
 
 
 async def _run_inside(pool: SidePool, box: Box, inside: Inside, call: CaseCall) -> SideOutcome:
@@ -187,11 +189,11 @@ async def _run_inside(pool: SidePool, box: Box, inside: Inside, call: CaseCall) 
     seen = _Aftermath()
     after: Look | None = None
     try:
-        before, prefix = inside.base, None
+        before, prefix, prep = inside.base, None, ""
         if call.prep:
             if call.files:
                 await unpack(c, call.files, workdir)
-            await c.exec(call.prep, workdir=workdir, timeout_s=30)
+            prep = prep_failure(await c.exec(call.prep_argv or [], workdir=workdir, timeout_s=30))
             before = await inside.again(c)
         elif call.files:
             prefix = fixtures_prefix(call.files, workdir)  # unpacked in the case's own exec
@@ -199,7 +201,7 @@ async def _run_inside(pool: SidePool, box: Box, inside: Inside, call: CaseCall) 
                 await unpack(c, call.files, workdir)
             before = inside.predict(call.files, workdir)
         res = await c.exec(
-            call.command, stdin=call.stdin, workdir=workdir, timeout_s=call.timeout_s,
+            call.argv, stdin=call.stdin, workdir=workdir, timeout_s=call.timeout_s,
             cap_bytes=call.compare_cap, kill_after_bytes=call.output_limit, prefix=prefix,
         )  # fmt: skip
         if prefix is not None and fixtures_failed(res):
@@ -220,7 +222,7 @@ async def _run_inside(pool: SidePool, box: Box, inside: Inside, call: CaseCall) 
             box, after=None, result=res if res is not None else ExecResult(None, b"", b""),
             look=after,
         )  # fmt: skip
-    return _outcome(res, seen, state)
+    return _outcome(res, seen, state, prep)
 
 
 def _seen_inside(call: CaseCall, box: Box, base: Look, before: Look, after: Look) -> _Aftermath:
@@ -236,7 +238,7 @@ def _seen_inside(call: CaseCall, box: Box, base: Look, before: Look, after: Look
     )
 
 
-def _outcome(res: ExecResult, seen: _Aftermath, state: BoxState) -> SideOutcome:
+def _outcome(res: ExecResult, seen: _Aftermath, state: BoxState, prep: str = "") -> SideOutcome:
     truncated_out = res.stdout_bytes > len(res.stdout)
     truncated_err = res.stderr_bytes > len(res.stderr)
     side = SideRun(
@@ -261,6 +263,7 @@ def _outcome(res: ExecResult, seen: _Aftermath, state: BoxState) -> SideOutcome:
         changes_total=seen.changes.total,
         changes_sha256=seen.changes.sha256,
         state=state,
+        prep_failed=prep,
     )
     return SideOutcome(side, res.stdout)
 
@@ -279,6 +282,7 @@ async def _observe(
     seen = _Aftermath()
     settled, alive = (False, 0)
     if box.base_procs:
+        await let_dying_end(view, box.base_procs)  # killed is not left running (issue 39)
         settled, alive = await settle(view, box.base_procs)
     if not settled:
         box.lingering = True

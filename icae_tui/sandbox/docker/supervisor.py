@@ -17,6 +17,14 @@ no capabilities, close-on-exec). A supervisor that is gone, stopped, changed, si
 case's timeout or that could not start the case raises `SupervisorLost`: the box is
 discarded and the case runs again on the engine's exec (`cases.py`).
 
+A case can stop its supervisor (SIGSTOP: it cannot be caught), and a stopped supervisor
+sees nothing: the case may then "end" in its report whenever something of it sends SIGCONT.
+So its state is watched from the host while a case runs, and it reports every SIGCONT it
+got (a 'C' frame: a stop too short to be seen); either way the case is judged by exec, as
+if the supervisor had never been there, and at once, not when the watchdog fires. The
+case's clock is the host's in any case: from the request sent to the exit frame read
+(`capture.exec_result`).
+
 The channel is the exec's hijacked HTTP connection on the engine's Unix socket, opened here
 rather than through aiodocker: each box holds one for its whole life, and aiodocker's pool
 of connections (100) would be exhausted by a few hundred boxes at once.
@@ -45,6 +53,7 @@ log = logging.getLogger(__name__)
 
 HELLO_WAIT_S = 5.0
 WATCHDOG_S = 8.0  # past the case's own timeout: the in-box `timeout` has had every chance
+STOP_POLL_S = 0.05  # the longest between two looks at the supervisor's state during a case
 _HEAD = struct.Struct("<cI")  # our frames: type, length
 _MUX = struct.Struct(">BxxxL")  # the engine's: stream, length
 
@@ -183,7 +192,7 @@ class Supervisor:
         kill_after_bytes: int | None,
     ) -> ExecResult:
         """One case, as `Container.exec` runs it (the same argv, already wrapped in its
-        in-box `timeout`); SupervisorLost when the supervisor failed it."""
+        in-box `timeout`); SupervisorLost when the supervisor failed it, or was stopped."""
         if self.broken:
             raise SupervisorLost("its channel was left mid-case")
         self.broken = True  # until the case's exit status is read
@@ -191,36 +200,61 @@ class Supervisor:
         body = struct.pack("<II", len(argv), stdin is not None) + b"".join(p + b"\0" for p in parts)
         body += stdin or b""
         out, err = Capture(cap_bytes), Capture(cap_bytes)
-        started = time.monotonic()
-        overflowed, exit_code = False, None
+        started = time.monotonic()  # before the request: the in-box `timeout` starts after
+        reading = asyncio.ensure_future(self._exchange(body, out, err, kill_after_bytes))
+        watching = asyncio.ensure_future(self._until_stopped())
         try:
-            async with asyncio.timeout(timeout_s + WATCHDOG_S):
-                await self.channel.send(_HEAD.pack(b"R", len(body)) + body)
-                while True:
-                    kind, data = await self.channel.frame()
-                    if kind in (b"O", b"E"):
-                        stream = 1 if kind == b"O" else 2
-                        if feed_until(out, err, stream, data, kill_after_bytes):
-                            overflowed = True  # the box is discarded, and the case with it
-                            break
-                    elif kind == b"X" and len(data) == 4:
-                        (exit_code,) = struct.unpack("<I", data)
-                        self.broken = False
-                        break
-                    elif kind == b"F":
-                        raise SupervisorLost(
-                            f"could not start the case: {data.decode(errors='replace')}"
-                        )
-                    else:
-                        raise SupervisorLost(f"an unknown frame {kind!r}")
-        except TimeoutError as err_:
-            raise SupervisorLost("silent past the case's timeout") from err_
+            done, _ = await asyncio.wait(
+                (reading, watching), timeout=timeout_s + WATCHDOG_S,
+                return_when=asyncio.FIRST_COMPLETED,
+            )  # fmt: skip
+        finally:
+            for task in (reading, watching):
+                task.cancel()
+            await asyncio.gather(reading, watching, return_exceptions=True)
+        if reading not in done:
+            raise SupervisorLost(
+                "stopped by its case" if watching in done else "silent past the case's timeout"
+            )
+        try:
+            exit_code, overflowed, ended = reading.result()
         except (OSError, asyncio.IncompleteReadError) as err_:
             raise SupervisorLost(f"its channel ended: {err_!r}") from err_
         return exec_result(
-            out, err, exit_code, time.monotonic() - started, timeout_s=timeout_s,
+            out, err, exit_code, ended - started, timeout_s=timeout_s,
             watchdog_fired=False, overflowed=overflowed,
         )  # fmt: skip
+
+    async def _exchange(
+        self, body: bytes, out: Capture, err: Capture, kill_after_bytes: int | None
+    ) -> tuple[int | None, bool, float]:
+        """The request sent and its frames read: the exit status (None when the output
+        overflowed first), whether it did, and when the exchange ended (host clock)."""
+        await self.channel.send(_HEAD.pack(b"R", len(body)) + body)
+        while True:
+            kind, data = await self.channel.frame()
+            if kind in (b"O", b"E"):
+                stream = 1 if kind == b"O" else 2
+                if feed_until(out, err, stream, data, kill_after_bytes):
+                    return None, True, time.monotonic()  # the box is discarded, the case too
+            elif kind == b"X" and len(data) == 4:
+                (exit_code,) = struct.unpack("<I", data)
+                self.broken = False
+                return exit_code, False, time.monotonic()
+            elif kind == b"C":
+                raise SupervisorLost("stopped by its case (and continued)")
+            elif kind == b"F":
+                raise SupervisorLost(f"could not start the case: {data.decode(errors='replace')}")
+            else:
+                raise SupervisorLost(f"an unknown frame {kind!r}")
+
+    async def _until_stopped(self) -> None:
+        """Returns once the supervisor is seen stopped (it can no longer tell the case's end);
+        looked at often at first, when most cases end, then every STOP_POLL_S."""
+        delay = 0.001
+        while process_state(self.host_pid) not in ("T", "t"):
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, STOP_POLL_S)
 
     def close(self) -> None:
         self.broken = True
