@@ -4,7 +4,8 @@
   or deleted (a whiteout: a 0/0 character device) since the container started;
 - its image layers (`LowerDir`), to tell an added path from a modified one;
 - anything mounted in it (the tmpfs work directory, `/dev`), through `/proc/<pid>/root`;
-- its pids and memory cgroups: how many processes run, and how many were OOM-killed.
+- its pids and memory cgroups: how many processes run, and how many were OOM-killed;
+- what a case can change of the box's own processes without capabilities (`settings_of`).
 
 Everything read here was made by the program under test, and we read it as root. So no
 host-side read ever follows a link planted in the container: every walk and lookup opens
@@ -22,10 +23,12 @@ back to the engine's `/changes` plus an in-container manifest.
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import hashlib
 import heapq
 import os
+import platform
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +42,11 @@ ENGINE_NOISE = frozenset({"/usr/sbin/docker-init", "/usr/sbin", "/usr"})
 # Entry: type, mode, size, sha256, link target (icae_tui/sandbox/effects.py)
 # An entry with what a next case could also observe of it: owner, group and device number.
 State = tuple[Entry, int, int, int]
+# What else a next case could observe of an entry: its modification and change times and
+# its extended attributes (a digest of names and values). Only a proof of reuse compares
+# it, never side effects: two boxes' times always differ. ctime is the one no case can set
+# back, so a change undone (`touch -d`, a file made and removed) still shows.
+Meta = tuple[int, int, str]
 
 # Bytes of one file that are hashed: past them the digest names a prefix and the size.
 # sha256 runs at ~1 GB/s, so one file costs at most ~20 ms whatever its size.
@@ -168,8 +176,41 @@ class HostView:
         return lower_lookup(self.lowers, path, budget or Budget())
 
     def layer(self) -> dict[str, Entry]:
-        """Every entry of the writable layer by absolute path; whiteouts are `deleted`."""
-        return walk_tree(self.upper, "/", overlay=True)
+        """Every entry of the writable layer by absolute path, `/` (its root: the box's) with
+        them; whiteouts are `deleted`."""
+        return walk_tree(self.upper, "/", overlay=True, include_root=True)
+
+    def root_meta(self) -> Meta:
+        """The times and xattrs of the box's `/`: its writable layer's root."""
+        fd = os.open(self.upper, _DIR_FLAGS)
+        try:
+            return meta_of(fd, os.fstat(fd))
+        finally:
+            os.close(fd)
+
+    def reset_memory_peaks(self) -> bool:
+        """Set the memory cgroup's high-water marks and failure counts back (cgroup v1: a
+        write of 0 makes a peak the current usage), so a next case cannot read how much the
+        last one took. False when they could not all be reset."""
+        if self.oom_control is None:
+            return False
+        ok = True
+        for name in MEMORY_MARKS:
+            try:
+                (self.oom_control.parent / name).write_text("0")
+            except FileNotFoundError:
+                continue  # not in this kernel (kmem, memsw without swap accounting)
+            except OSError:
+                ok = False
+        return ok
+
+
+# The memory cgroup's (v1) marks a case leaves and a write of 0 resets.
+MEMORY_MARKS = tuple(
+    f"memory.{kind}{mark}"
+    for kind in ("", "memsw.", "kmem.", "kmem.tcp.")
+    for mark in ("max_usage_in_bytes", "failcnt")
+)
 
 
 # --- processes --------------------------------------------------------------------------
@@ -199,6 +240,54 @@ def _stat_fields(pid: int) -> list[str]:
     except OSError:
         return []
     return line.rpartition(")")[2].split()
+
+
+# What a case may change of another process of its uid without capabilities, all of it
+# inherited by that process's children: limits (prlimit), nice and policy (setpriority,
+# sched_setscheduler to batch or idle), affinity, I/O priority, OOM score and the nice of
+# its autogroup. Per thread where the kernel keeps it per thread.
+Settings = tuple[tuple[str, ...], ...]
+_IOPRIO_GET = {"x86_64": 252, "aarch64": 31}.get(platform.machine())  # syscall numbers
+_STAT_SCHED = (15, 16, 37, 38)  # priority, nice, rt_priority, policy (fields after the name)
+_STATUS_SCHED = ("Cpus_allowed_list:", "Mems_allowed_list:")
+_libc: ctypes.CDLL | None = None
+
+
+def settings_of(pid: int) -> Settings | None:
+    """What a case can change of process `pid` (see `Settings`); None when it is gone."""
+    try:
+        tids = sorted(os.listdir(f"/proc/{pid}/task"), key=int)
+        out: list[tuple[str, ...]] = [tuple(tids)]
+        for name in ("oom_score_adj", "autogroup"):
+            try:
+                out.append((name, Path(f"/proc/{pid}/{name}").read_text()))
+            except FileNotFoundError:
+                out.append((name, "absent"))  # a kernel without autogroups
+        for tid in tids:
+            task = f"/proc/{pid}/task/{tid}"
+            fields = Path(f"{task}/stat").read_text().rpartition(")")[2].split()
+            status = Path(f"{task}/status").read_text().splitlines()
+            out.append((
+                tid,
+                Path(f"{task}/limits").read_text(),
+                *(fields[i] for i in _STAT_SCHED),
+                *(line for line in status if line.startswith(_STATUS_SCHED)),
+                str(_ioprio(int(tid))),
+            ))  # fmt: skip
+    except (OSError, ValueError, IndexError):
+        return None
+    return tuple(out)
+
+
+def _ioprio(tid: int) -> int | None:
+    """The I/O priority of thread `tid` (ioprio_get: /proc does not show it)."""
+    global _libc
+    if _IOPRIO_GET is None:
+        return None
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    value = _libc.syscall(_IOPRIO_GET, 1, tid)  # IOPRIO_WHO_PROCESS: one thread
+    return None if value < 0 else int(value)
 
 
 def exe_identity(pid: int) -> tuple[int, int] | None:
@@ -370,17 +459,23 @@ def _close_all(fds: list[int]) -> None:
 
 
 def walk_tree(
-    root: Path | int, prefix: str, *, overlay: bool = False, skip: frozenset[str] = frozenset()
+    root: Path | int,
+    prefix: str,
+    *,
+    overlay: bool = False,
+    skip: frozenset[str] = frozenset(),
+    include_root: bool = False,
 ) -> dict[str, Entry]:
     """Entries below `root` (a host path, or a directory descriptor), keyed `prefix` +
     relative path. No link is followed, at the root or below it. `overlay`: whiteouts are
     `deleted` and opaque directories marked, as in a writable layer. Paths in `skip` are
-    listed but not entered.
+    listed but not entered. `include_root`: the root's own entry too, keyed `prefix`.
 
     The engine's own files (docker-init, ~0.7 MB) are not hashed on every case: their stat
     identity stands in, which still changes if anything rewrites them.
     """
-    return {p: s[0] for p, s in walk_states(root, prefix, overlay=overlay, skip=skip).items()}
+    states = walk_states(root, prefix, overlay=overlay, skip=skip, include_root=include_root)
+    return {p: s[0] for p, s in states.items()}
 
 
 def walk_states(
@@ -390,19 +485,23 @@ def walk_states(
     overlay: bool = False,
     skip: frozenset[str] = frozenset(),
     include_root: bool = False,
+    meta: dict[str, Meta] | None = None,
 ) -> dict[str, State]:
     """Like `walk_tree`, with owner, group and device number; `include_root`: the root's
-    own state too, keyed `prefix`."""
+    own state too, keyed `prefix`; `meta`: filled with every entry's `Meta`."""
     if isinstance(root, int):
         top = os.open(".", _DIR_FLAGS & ~os.O_NOFOLLOW, dir_fd=root)
     else:
         top = os.open(root, _DIR_FLAGS)
     out: dict[str, State] = {}
     base = prefix.rstrip("/")
-    walk = _Walk(out, Budget(), overlay=overlay, skip=skip)
+    walk = _Walk(out, Budget(), overlay=overlay, skip=skip, meta=meta)
     try:
         if include_root:
-            out[prefix] = _dir_state(top, os.fstat(top), overlay)
+            st = os.fstat(top)
+            out[prefix] = _dir_state(top, st, overlay)
+            if meta is not None:
+                meta[prefix] = meta_of(top, st)
         walk.run(top, base)
     finally:
         os.close(top)
@@ -436,9 +535,16 @@ class _Walk:
     not fit in what is left ends the walk, so the same tree always keeps the same entries."""
 
     def __init__(
-        self, out: dict[str, State], budget: Budget, *, overlay: bool, skip: frozenset[str]
+        self,
+        out: dict[str, State],
+        budget: Budget,
+        *,
+        overlay: bool,
+        skip: frozenset[str],
+        meta: dict[str, Meta] | None = None,
     ) -> None:
         self.out = out
+        self.meta = meta
         self.budget = budget
         self.overlay = overlay
         self.skip = skip
@@ -533,6 +639,8 @@ class _Walk:
                 self.out[path] = (entry, st.st_uid, st.st_gid, 0)
             else:
                 self.out[path] = _state_at(dfd, name, st, self.budget, overlay=self.overlay)
+            if self.meta is not None:
+                self.meta[path] = meta_at(dfd, name, st)
         subdirs.reverse()
         return subdirs
 
@@ -547,6 +655,8 @@ class _Walk:
         except OSError:
             self.out[path] = (("dir", stat.S_IMODE(st.st_mode), 0, "unreadable", ""),
                               st.st_uid, st.st_gid, 0)  # fmt: skip
+            if self.meta is not None:
+                self.meta[path] = meta_at(dfd, name, st)
             return None
         try:
             sst = os.fstat(sub)
@@ -554,6 +664,8 @@ class _Walk:
                 os.close(sub)  # replaced between the two calls: something still runs
                 return None
             self.out[path] = _dir_state(sub, sst, self.overlay)
+            if self.meta is not None:
+                self.meta[path] = meta_of(sub, sst)
             todo = [] if path in self.skip else self._list(sub, path)
         except BaseException:
             os.close(sub)
@@ -576,6 +688,40 @@ def state_of(dfd: int, name: str, *, rename: str = "") -> State | None:
     except OSError:
         return None
     return _state_at(dfd, name, st, Budget(), rename=rename)
+
+
+def meta_of(fd: int, st: os.stat_result) -> Meta:
+    """The `Meta` of the file open as `fd` (readable, not O_PATH), whose fstat is `st`."""
+    return (st.st_mtime_ns, st.st_ctime_ns, _xattrs_digest(fd))
+
+
+def meta_at(dfd: int, name: str, st: os.stat_result) -> Meta:
+    """The `Meta` of `name` in directory `dfd`, whose lstat is `st`; a link is not followed
+    (its xattrs are read through the directory's descriptor, never a path of the box)."""
+    return (st.st_mtime_ns, st.st_ctime_ns, _xattrs_digest(f"/proc/self/fd/{dfd}/{name}"))
+
+
+def _xattrs_digest(target: int | str) -> str:
+    """sha256 of the names and values of every extended attribute of `target` (a readable
+    descriptor, or a path whose last component is not followed)."""
+    h = hashlib.sha256()
+    try:
+        if isinstance(target, int):
+            names = os.listxattr(target)
+        else:
+            names = os.listxattr(target, follow_symlinks=False)
+        for name in sorted(names):
+            if isinstance(target, int):
+                value = os.getxattr(target, name)
+            else:
+                value = os.getxattr(target, name, follow_symlinks=False)
+            raw = os.fsencode(name)
+            h.update(b"%d:%s%d:%s" % (len(raw), raw, len(value), value))
+    except OSError as err:
+        if err.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
+            return ""  # a file system without xattrs: nothing a case could set either
+        return "unreadable"
+    return h.hexdigest()
 
 
 def _is_whiteout(st: os.stat_result) -> bool:

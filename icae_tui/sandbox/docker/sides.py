@@ -3,12 +3,16 @@
 Every case gets a fresh state, the whole container, never one folder. Creating one costs
 ~0.3 s here, so the pool pre-starts containers in the background, and — with a local engine
 — a container that is *provably untouched* after a case serves the next one: its writable
-layer equals the pristine one taken at start; the processes are exactly its own init and
-keepalive (the same processes, running the same host binaries: see `sandbox.keepalive`);
-everything under `/dev` (with `/dev/shm` and `/dev/mqueue`) and `/etc/hostname`, `/etc/hosts`
-and `/etc/resolv.conf` (the engine binds its own files there) have the same names, modes,
-owners, device numbers and contents; and no SysV IPC object exists. Anything else is discarded (removal kills whatever
-still runs) and replaced from the pool.
+layer equals the pristine one taken at start, its root (the box's `/`) with the same times
+and xattrs; the processes are exactly its own init and keepalive (the same processes,
+running the same host binaries: see `sandbox.keepalive`) with the limits, priorities,
+affinity and OOM score they had (a case runs as their uid, so it can change them, and on
+the supervised path every later case inherits the supervisor's); everything under `/dev`
+(with `/dev/shm` and `/dev/mqueue`) and `/etc/hostname`, `/etc/hosts` and
+`/etc/resolv.conf` (the engine binds its own files there) have the same names, modes,
+owners, device numbers, contents, times and xattrs; and no SysV IPC object exists. Anything
+else is discarded (removal kills whatever still runs) and replaced from the pool. A box kept
+has its memory cgroup's peak set back, so the next case cannot read the last one's.
 
 With a local engine the work directory (fixtures, most side effects) is a tmpfs, written
 and read from the host through `/proc/<pid>/root` (looked up as the container would, never
@@ -51,14 +55,18 @@ from icae_tui.sandbox.docker.engine import local_data_root
 from icae_tui.sandbox.docker.engine_api import container_changes
 from icae_tui.sandbox.docker.hostview import (
     HostView,
+    Meta,
+    Settings,
     State,
     dir_identity,
     exe_identity,
+    meta_at,
     open_container_root,
     open_in_root,
     process_parent,
     process_start,
     process_state,
+    settings_of,
     state_of,
     walk_states,
 )
@@ -185,11 +193,12 @@ def reset_workdir(box: Box) -> bool:
         return False
 
 
-def dev_states(box: Box) -> dict[str, State]:
+def dev_states(box: Box, meta: dict[str, Meta] | None = None) -> dict[str, State]:
     """`/dev` as the container sees it, with `/dev/shm` and `/dev/mqueue` mounted in it:
-    every name with its mode, owner, device number and (files) content."""
+    every name with its mode, owner, device number and (files) content; `meta`: filled
+    with their times and xattrs."""
     with in_container(box, "/dev") as fd:
-        return walk_states(fd, "/dev", skip=DEV_SKIP, include_root=True)
+        return walk_states(fd, "/dev", skip=DEV_SKIP, include_root=True, meta=meta)
 
 
 # The engine binds its own files over these (/etc/hostname at least: with the network
@@ -199,7 +208,7 @@ ETC_FILES = ("hostname", "hosts", "resolv.conf")
 _UNREACHABLE: State = (("other", 0, 0, "unreachable", ""), 0, 0, 0)
 
 
-def etc_states(box: Box) -> dict[str, State]:
+def etc_states(box: Box, meta: dict[str, Meta] | None = None) -> dict[str, State]:
     assert box.view is not None
     out: dict[str, State] = {}
     with in_container(box, "/etc") as fd:
@@ -207,16 +216,20 @@ def etc_states(box: Box) -> dict[str, State]:
             state = state_of(fd, name, rename=box.view.hostname)
             if state is not None:
                 out[f"/etc/{name}"] = state
+                if meta is not None:
+                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                    meta[f"/etc/{name}"] = meta_at(fd, name, st)
     return out
 
 
-def container_states(box: Box) -> dict[str, State]:
+def container_states(box: Box, meta: dict[str, Meta] | None = None) -> dict[str, State]:
     """What a next case could see outside the writable layer and the work directory:
-    `/dev` and the /etc files the engine binds."""
+    `/dev` and the /etc files the engine binds (`meta`: filled with their times and xattrs,
+    which only the proof of reuse compares)."""
     out: dict[str, State] = {}
     for what, states in (("/dev", dev_states), ("/etc", etc_states)):
         try:
-            out |= states(box)
+            out |= states(box, meta)
         except OSError:
             out[f"{what}/<unreachable>"] = _UNREACHABLE
     return out
@@ -289,6 +302,9 @@ class Box:
     base_oom: int = 0
     base_pid_hits: int = 0
     base_states: dict[str, State] = field(default_factory=dict)  # /dev and /etc mounts
+    base_meta: dict[str, Meta] = field(default_factory=dict)  # their times and xattrs
+    base_root: Meta | None = None  # the times and xattrs of `/` (the writable layer's root)
+    base_settings: dict[int, Settings | None] = field(default_factory=dict)  # own processes'
     base_ident: frozenset[ProcIdentity] = frozenset()  # init and keepalive, for good
     trusted_keepalive: bool = False  # init and keepalive are our host binaries
     baseline: dict[str, Entry] | None = None  # fallback path: changes right after start
@@ -732,7 +748,9 @@ class SidePool:
         box.base_ident = proc_identity(procs)
         box.base_oom = box.view.oom_kills()
         box.base_pid_hits = box.view.pids_limit_hits()
-        box.base_states = container_states(box)
+        box.base_states = container_states(box, box.base_meta)
+        box.base_root = box.view.root_meta()
+        box.base_settings = {p: settings_of(p) for p in procs}
 
     # --- use ------------------------------------------------------------------------------
 
@@ -828,16 +846,25 @@ class SidePool:
             return "no trusted keepalive"
         if after != box.pristine:
             return "writable layer changed"
+        try:
+            root, settings = await asyncio.to_thread(_own_state, box)
+        except OSError:
+            return "the writable layer is gone"
+        if root != box.base_root:
+            return "/ changed (its times or xattrs)"
         if box.lingering or view.process_count() != box.base_pids:
             return "a process was left behind"
         if proc_identity(view.procs() or set()) != box.base_ident:
             return "the init, the keepalive or the supervisor changed"
+        if settings != box.base_settings:
+            return "the limits or scheduling of the box's own processes changed"
         if box.supervisor is not None and (box.supervisor.broken or box.supervisor.stopped()):
             return "the supervisor was stopped or left mid-case"
         if view.oom_kills() != box.base_oom or view.pids_limit_hits() != box.base_pid_hits:
             return "memory or process limit hit"
+        meta: dict[str, Meta] = {}
         try:
-            states = await asyncio.to_thread(container_states, box)
+            states = await asyncio.to_thread(container_states, box, meta)
         except ContainerGone:
             return "the container is gone"
         if states != box.base_states:
@@ -845,11 +872,24 @@ class SidePool:
                 p for p in states if states[p] != box.base_states[p]
             )
             return f"{changed[0].rsplit('/', 1)[0] or '/'} changed"
+        if meta != box.base_meta:
+            changed = sorted(p for p in meta if meta[p] != box.base_meta.get(p))
+            return f"{changed[0] if changed else '/dev'} changed (its times or xattrs)"
         if not await _sysv_ipc_empty(box.init_pid):
             return "SysV IPC objects exist"
         if not await asyncio.to_thread(reset_workdir, box):
             return "work directory could not be reset"
+        # last, once the work directory's files are gone: a peak then reads as a fresh box's
+        if not await asyncio.to_thread(view.reset_memory_peaks):
+            return "the memory cgroup's peak could not be reset"
         return ""
+
+
+def _own_state(box: Box) -> tuple[Meta, dict[int, Settings | None]]:
+    """The times and xattrs of the box's `/`, and what a case can change of the box's own
+    processes (read in a thread: xattrs are hashed)."""
+    assert box.view is not None
+    return box.view.root_meta(), {p: settings_of(p) for p in box.base_procs}
 
 
 # --- the fallback's view of changes (remote engines) ---------------------------------------
