@@ -22,7 +22,8 @@ while the run's total stays within MAX_RUN_BYTES, so one run's events take at mo
   + (budget + 1) turns                              questions ≤ MAX_QUESTION_CHARS; answers
                                                     are the task's records or the operator's
   + (log10(refused) + 2) QuestionsRefused and 2 EventsDropped, under 1 KiB each
-  + the run's frame: RunStarted (the task's PRD), BuildChecked (≤ 2 × 4,000 characters),
+  + the run's frame: RunStarted (the task's title and PRD: at most NAME_CHARS and
+    PRD_CHARS characters, domain/task.py), BuildChecked (≤ 2 × 4,000 characters),
     phases, CasesPlanned, AgentSubmitted (the agent's final message), RunFinished
 
 CASE_BOUND_BYTES = 2 sides × (4 streams × DISPLAY_CAP characters × 6 bytes + 2 ×

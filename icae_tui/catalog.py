@@ -19,9 +19,11 @@ from pydantic import BaseModel, ValidationError
 
 from icae_tui import catalog_index
 from icae_tui.catalog_search import TaskCard
+from icae_tui.documents import TooDeep, load_json, load_toml
 from icae_tui.domain.runtimes import runtime_problem
 from icae_tui.domain.solution import Solution
 from icae_tui.domain.task import (
+    PRD_CHARS,
     CaseFile,
     CaseRef,
     Level,
@@ -151,11 +153,13 @@ def _validate(model: type[M], data: Any, path: Path) -> M:
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return load_json(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
         raise TaskError(
             path, f"invalid JSON at line {err.lineno} column {err.colno}: {err.msg}"
         ) from None
+    except TooDeep as err:
+        raise TaskError(path, f"invalid JSON: {err}") from None
     except (OSError, UnicodeDecodeError) as err:
         raise TaskError(path, f"cannot read: {err}") from None
 
@@ -172,13 +176,18 @@ def _read_validated(model: type[M], path: Path) -> M:
         raise TaskError(path, f"cannot read: {err}") from None
 
 
+TASK_TOML_BYTES = 4 * 1024 * 1024  # its fields' bounds (domain/task.py) with room for comments
+
+
 def load_spec(root: Path) -> TaskSpec:
     path = root / "task.toml"
     if not path.is_file():
         raise TaskError(path, "missing task.toml")
+    if (size := path.stat().st_size) > TASK_TOML_BYTES:  # refused unread
+        raise TaskError(path, f"{size} bytes: a task.toml has at most {TASK_TOML_BYTES}")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as err:
+        data = load_toml(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, TooDeep) as err:
         raise TaskError(path, f"invalid TOML: {err}") from None
     spec = _validate(TaskSpec, data, path)
     if (problem := runtime_problem(spec)) is not None:  # reported now, not as a failed run
@@ -232,7 +241,7 @@ def _load_task(root: Path) -> tuple[Task, list[TaskError]]:
         prd_path = root / "prd" / f"{level.value}.md"
         if not prd_path.is_file():
             raise TaskError(prd_path, "missing PRD for level " + level.value)
-        prd[level] = prd_path.read_text(encoding="utf-8")
+        prd[level] = _read_prd(prd_path)
         ua_path = root / "user_agent" / f"{level.value}.json"
         if not ua_path.is_file():
             raise TaskError(ua_path, "missing user-agent data for level " + level.value)
@@ -248,6 +257,17 @@ def _load_task(root: Path) -> tuple[Task, list[TaskError]]:
         spec=spec, root=str(root), prd=prd, user_agent=agents, cases=cases, solutions=solutions
     )
     return task, broken
+
+
+def _read_prd(path: Path) -> str:
+    """A level's PRD, at most PRD_CHARS characters (a larger file is refused unread)."""
+    too_long = TaskError(path, f"a PRD has at most {PRD_CHARS} characters")
+    if path.stat().st_size > 4 * PRD_CHARS:  # 4: UTF-8's most bytes per character
+        raise too_long
+    text = path.read_text(encoding="utf-8")
+    if len(text) > PRD_CHARS:
+        raise too_long
+    return text
 
 
 SOLUTION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")

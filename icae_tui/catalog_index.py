@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from icae_tui.catalog_search import Ability, PatternCount, TaskCard
+from icae_tui.documents import load_json
 from icae_tui.domain.task import Level, Split
 
 _HERE = Path(__file__).resolve().parent
@@ -221,7 +222,7 @@ class Index:
 
 def _read(path: Path) -> dict[str, Entry]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json(path.read_text(encoding="utf-8"))
         if data.get("schema") != SCHEMA:
             return {}
         return {

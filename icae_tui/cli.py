@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING
 from icae_tui.catalog import Catalog, load_catalog, load_failure
 from icae_tui.domain.states import PackageMode, ResponderMode, RunStatus, UserMode
 from icae_tui.domain.task import Level, Task
+from icae_tui.endpoint_urls import flag_problem, warn_endpoint
 from icae_tui.runs_command import review_weights
 from icae_tui.safe_text import printable
 from icae_tui.store import RunStore, default_home
+from icae_tui.store_damage import StoreDamaged
 
 if TYPE_CHECKING:
     from icae_tui.agents.config import AgentConfig
@@ -187,7 +189,8 @@ def cmd_tasks_verify(args: argparse.Namespace) -> int:
         for task in wanted:
             images = await sandbox.task_images(task)
             run_id = new_run_id()
-            checks = [c async for c in verify_task(sandbox, task, images.oracle, run_id=run_id)]
+            checks = [c async for c in verify_task(sandbox, task, images.oracle, run_id=run_id,
+                                                   sanitizer_image=images.sanitizer)]
             for c in sorted(checks, key=lambda c: c.case_id):
                 if not c.ok:
                     print(f"  {task.id} {c.case_id}: {printable(c.detail)}")
@@ -265,6 +268,9 @@ def _model_config(
         print(f"error: --{role}-model needs --{role}-base-url (an OpenAI-compatible endpoint)",
               file=sys.stderr)  # fmt: skip
         return None
+    if (problem := flag_problem(f"--{role}-base-url", base_url)) is not None:
+        print(f"error: {printable(problem, limit=500)}", file=sys.stderr)
+        return None
     # the run's gateway reads the key from this variable; an unset one: no key (a local
     # server needs none)
     return ModelConfig(
@@ -279,6 +285,17 @@ def _flag_model(args: argparse.Namespace, role: EndpointRole) -> ModelConfig | N
     config = _model_config(model, getattr(args, f"{role}_base_url"),
                            getattr(args, f"{role}_api_key_env"), role)  # fmt: skip
     return False if model and config is None else config
+
+
+def _warn_agent_endpoint(spec: str, agent_files: list[Path]) -> None:
+    """The run's agent's endpoint gets the warning the role endpoints get."""
+    from icae_tui.agents.registry import configured_agents, find_configured
+
+    if spec.startswith("scripted:"):
+        return
+    entry = find_configured(configured_agents(agent_files), spec)
+    if not isinstance(entry, str) and entry.settings.base_url:
+        warn_endpoint(f"agent {spec}", entry.settings.base_url)
 
 
 def _role_models(
@@ -307,6 +324,9 @@ def _role_models(
             print(f"error: {printable(got, limit=500)}", file=sys.stderr)
         if isinstance(got, str | bool):
             return None
+        if got is not None and got.base_url:  # from a flag or an entry: the same warning
+            what = f"--{role}-endpoint {name}" if name else f"--{role}-base-url"
+            warn_endpoint(what, got.base_url)
         models[role] = got
     user, mode = models[EndpointRole.USER], getattr(args, "user_mode", None)
     if mode and user is None:
@@ -341,6 +361,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if why := check_agent(args.agent, task, agent_files):
         print(f"error: {printable(why, limit=500)}", file=sys.stderr)
         return 2
+    _warn_agent_endpoint(args.agent, agent_files)
     if (models := _role_models(args, agent_files)) is None:
         return 2
     store = RunStore(Path(args.home) / "runs.db" if args.home else None)
@@ -404,8 +425,10 @@ def _run_repeats(args: argparse.Namespace, config: RunConfig, store: RunStore) -
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from icae_tui.runs_command import run
+    from icae_tui.runs_command import move_damaged, run
 
+    if args.move_damaged:  # before the store is opened: it may not open
+        return move_damaged(Path(args.home) / "runs.db" if args.home else None)
     if (agent_files := _agent_files(args)) is None:  # rescore's --judge-endpoint reads them
         return 2
     store = RunStore(Path(args.home) / "runs.db" if args.home else None)
@@ -888,6 +911,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         silence_stdout()
         return EXIT_BROKEN_PIPE
+    except StoreDamaged as err:  # whichever command found it: one line, the file untouched
+        print(f"error: {printable(str(err), limit=1000)}", file=sys.stderr)
+        return 2
     return status
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from icae_tui.domain.states import RunStatus
+from icae_tui.endpoint_urls import flag_problem, warn_endpoint
 from icae_tui.repeats import Repeat, spread, summary, summary_lines
 from icae_tui.safe_text import printable
 from icae_tui.store import RunRow, RunStore
@@ -66,6 +68,9 @@ def add_arguments(runs: argparse.ArgumentParser) -> None:
                       help="deprecated: `icae runs export RUN_ID` (prints its JSON report)")  # fmt: skip
     runs.add_argument("--trajectory", action="store_true",
                       help="with --export: the run's ATIF trajectory instead of its report")  # fmt: skip
+    runs.add_argument("--move-damaged", action="store_true",
+                      help="a store SQLite cannot read: rename it (and its WAL files) to "
+                      "runs.db.damaged-<time>, so the next command starts a fresh one")  # fmt: skip
     sub = runs.add_subparsers(dest="runs_command", metavar="ACTION")
     ls = sub.add_parser("list", help="the stored runs, newest first (the default)")
     ls.add_argument("--task", help="only this task's runs")
@@ -136,6 +141,35 @@ def run(
     except RunsError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+
+
+def move_damaged(path: Path | None) -> int:
+    """`icae runs --move-damaged`: the store moved aside if it is damaged (a full check of
+    its pages first), else left as it is; 2 when there is nothing to move."""
+    from icae_tui.store import default_home
+    from icae_tui.store_damage import damage, move_aside
+
+    path = path or default_home() / "runs.db"
+    if not path.is_file():
+        print(f"error: no store at {printable(str(path))}: nothing to move", file=sys.stderr)
+        return 2
+    try:
+        why = damage(path)
+    except (sqlite3.Error, OSError) as err:  # locked by a live run, unreadable: not damage
+        print(f"error: {printable(str(path))}: cannot check it: {err}", file=sys.stderr)
+        return 2
+    if why is None:
+        print(f"error: {printable(str(path))} is sound (every page checked): nothing moved",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    try:
+        moved = move_aside(path)
+    except OSError as err:
+        print(f"error: {printable(str(path))}: cannot move it: {err}", file=sys.stderr)
+        return 2
+    print(f"moved the damaged store ({printable(why, limit=200)}) to {printable(str(moved))}; "
+          "the next command starts a fresh store (reports in runs/ are kept)")  # fmt: skip
+    return 0
 
 
 def _events(store: RunStore, run_id: str) -> list[Event]:
@@ -411,6 +445,9 @@ def _judge(
             return None
         if not args.judge_base_url:
             return args.judge_model, None
+        if (problem := flag_problem("--judge-base-url", args.judge_base_url)) is not None:
+            raise RunsError(printable(problem, limit=500))
+        warn_endpoint("--judge-base-url", args.judge_base_url)
         key = os.environ.get(args.judge_api_key_env) or "not-needed"
         return args.judge_model, ModelConfig(args.judge_model, args.judge_base_url, api_key=key)
     if flags := [f for f, v in (("--judge-model", args.judge_model),
@@ -421,6 +458,8 @@ def _judge(
     )
     if isinstance(found, str):
         raise RunsError(printable(found, limit=500))
+    if found.base_url:
+        warn_endpoint(f"--judge-endpoint {args.judge_endpoint}", found.base_url)
     # outside a run there is no gateway to read the key: the client is given the key itself
     key = os.environ.get(found.api_key_env or "") or "not-needed"
     return found.model, replace(found, api_key=key, api_key_env=None)

@@ -12,6 +12,7 @@ from pathlib import Path
 from icae_tui.domain.events import Event, RunFinished, parse_event
 from icae_tui.domain.states import RunStatus
 from icae_tui.owners import owner_gone, this_host
+from icae_tui.store_damage import GuardedConnection
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -83,7 +84,9 @@ class RunStore:
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or default_home() / "runs.db"
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        # damage found by any query (a truncated or overwritten file) is StoreDamaged
+        self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                                  factory=GuardedConnection)  # fmt: skip
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)

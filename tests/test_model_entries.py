@@ -97,7 +97,7 @@ def test_a_model_entry_has_its_fields_and_where_it_is_declared(tmp_path):
     [
         ("timeout_s = 0", "timeout_s", "Input should be greater than 0"),
         ('api_key_env = "sk-abc123"', "api_key_env", "must be the NAME of an environment variable"),
-        ('base_url = "ftp://host"', "base_url", "String should match pattern"),
+        ('base_url = "ftp://host"', "base_url", "must be an http:// or https:// URL"),
         ("temperature = 0.5", "temperature", "Extra inputs are not permitted"),
         ('model = ""', "model", "String should have at least 1 character"),
     ],

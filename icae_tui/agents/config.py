@@ -39,8 +39,10 @@ from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from icae_tui.agents.constrain import ReplyConstraint
+from icae_tui.documents import TooDeep, load_toml
 from icae_tui.domain.agent import Limits, ModelNeed, WireApi
 from icae_tui.domain.states import UserMode
+from icae_tui.endpoint_urls import url_problem
 
 DEFAULTS_FILE = Path(__file__).with_name("defaults.toml")
 
@@ -95,13 +97,22 @@ def _env_name(value: str) -> str:
 EnvName = Annotated[str, Field(strict=True), AfterValidator(_env_name)]
 
 
+def _endpoint_url(value: str) -> str:
+    if (problem := url_problem(value)) is not None:  # the check the command line's URLs get
+        raise ValueError(problem)
+    return value
+
+
+EndpointUrl = Annotated[str, Field(strict=True), AfterValidator(_endpoint_url)]
+
+
 class ModelEndpoint(BaseModel):
     """A model behind an endpoint: what agents and `[models.<name>]` entries share."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: NonEmpty
-    base_url: Annotated[str, Field(strict=True, pattern=r"^https?://\S+$")] | None = None
+    base_url: EndpointUrl | None = None
     api_key_env: EnvName | None = None
     # a model of `icae models` instead of base_url: the upstream named `local`, started on
     # loopback by the run (its key is the server's own; api_key_env is not read)
@@ -487,8 +498,8 @@ def parse_model_entry(name: str, raw: Any) -> tuple[ModelEntrySettings | None, l
 def parse_text(path: Path, text: str, into: AgentConfig) -> None:
     """Add one file's entries and errors to `into`; later calls override earlier names."""
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
+        data = load_toml(text)
+    except (tomllib.TOMLDecodeError, TooDeep) as err:
         into.errors.append(_toml_error(path, err))
         return
     lines = key_lines(text)
@@ -547,7 +558,7 @@ def _add_entry(
     known[name] = raw
 
 
-def _toml_error(path: Path, err: tomllib.TOMLDecodeError) -> ConfigProblem:
+def _toml_error(path: Path, err: tomllib.TOMLDecodeError | TooDeep) -> ConfigProblem:
     """`file:line: invalid TOML: …`: tomllib puts the position in its message only."""
     m = re.search(r"\(at line (\d+), column \d+\)", str(err))
     return ConfigProblem(path, int(m.group(1)) if m else None, None, f"invalid TOML: {err}")
@@ -608,12 +619,12 @@ def file_error(path: Path) -> ConfigProblem | None:
     or None. A file the operator named stops the command on this; broken entries in a valid
     file do not (`load_files` reports them and the other entries still load)."""
     try:
-        tomllib.loads(path.read_bytes().decode("utf-8"))
+        load_toml(path.read_bytes().decode("utf-8"))
     except OSError as err:
         return ConfigProblem(path, None, None, f"cannot read: {err.strerror or err}")
     except UnicodeDecodeError as err:
         return ConfigProblem(path, None, None, f"cannot read: {err}")
-    except tomllib.TOMLDecodeError as err:
+    except (tomllib.TOMLDecodeError, TooDeep) as err:
         return _toml_error(path, err)
     return None
 

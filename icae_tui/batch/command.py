@@ -209,7 +209,7 @@ def _execute(args: argparse.Namespace, batches: BatchStore) -> int:
         if row is None:
             raise BatchCommandError(f"no stored batch {args.resume!r} (see icae batch --list)")
         if row.status is BatchStatus.RUNNING:
-            raise BatchCommandError(f"batch {row.batch_id} is running in another process")
+            raise BatchCommandError(_taken(row.batch_id, row.owner_pid))
         if row.status is BatchStatus.COMPLETED:
             print(f"batch {row.batch_id} is complete: nothing to redo")
             return _show(args, batches, row.batch_id)
@@ -219,7 +219,8 @@ def _execute(args: argparse.Namespace, batches: BatchStore) -> int:
         items = batches.items(row.batch_id)
         tasks = _tasks(spec, args, sorted({it.task_id for it in items}))
         batch_id = row.batch_id
-        batches.claim(batch_id)
+        if (owner := batches.claim(batch_id)) is not None:  # another resume got there first
+            raise BatchCommandError(_taken(batch_id, owner))
     else:
         spec = spec_from_args(args)
         # stored with the batch, so --resume finds the same tasks on the same engine
@@ -255,6 +256,12 @@ def _execute(args: argparse.Namespace, batches: BatchStore) -> int:
         return 1
     gave_up = any(p.state is ItemState.GAVE_UP for p in runner.refresh().values())
     return 1 if gave_up else code
+
+
+def _taken(batch_id: str, pid: int | None) -> str:
+    """Why a batch cannot be resumed here: a live process runs it."""
+    who = f"process {pid}" if pid is not None and pid > 0 else "another process"
+    return f"batch {batch_id} is being run by {who}: one process resumes a batch at a time"
 
 
 def _on_cluster(runner: BatchRunner, address: str) -> None:

@@ -38,6 +38,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from icae_tui.agents.config import key_lines, locate
+from icae_tui.documents import TooDeep, load_toml
 from icae_tui.domain.states import ResponderMode
 from icae_tui.domain.task import Level
 from icae_tui.errors import ConfigError
@@ -127,8 +128,8 @@ def _message(err: dict[str, Any]) -> str:
 def parse_spec(text: str, path: Path) -> BatchSpec:
     """The spec in `text` (read from `path`); BatchSpecError naming file, line and field."""
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
+        data = load_toml(text)
+    except (tomllib.TOMLDecodeError, TooDeep) as err:
         raise BatchSpecError(f"{path}: invalid TOML: {err}") from None
     try:
         spec = BatchSpec.model_validate(data)

@@ -70,6 +70,7 @@ class BatchRow:
     status: BatchStatus
     created_at: float
     finished_at: float | None
+    owner_pid: int | None = None  # the process that created or last resumed it
 
 
 @dataclass(frozen=True)
@@ -103,13 +104,22 @@ class BatchStore:
                  for i, it in enumerate(items)],
             )  # fmt: skip
 
-    def claim(self, batch_id: str) -> None:
-        """This process owns the batch now (`--resume`): running again."""
-        self.db.execute(
+    def claim(self, batch_id: str) -> int | None:
+        """This process owns the batch now (`--resume`): running again. One process at a
+        time: the update takes only a batch no live process runs (SQLite runs one write at
+        a time), so of two resumes at once one gets it; the other gets the owner's pid."""
+        self.mark_interrupted()  # a dead owner's batch is free
+        taken = self.db.execute(
             "UPDATE batches SET status=?, finished_at=NULL, owner_pid=?, owner_host=?"
-            " WHERE batch_id=?",
-            (BatchStatus.RUNNING, os.getpid(), this_host(), batch_id),
-        )
+            " WHERE batch_id=? AND status!=?",
+            (BatchStatus.RUNNING, os.getpid(), this_host(), batch_id, BatchStatus.RUNNING),
+        ).rowcount
+        if taken:
+            return None
+        row = self.db.execute(
+            "SELECT owner_pid FROM batches WHERE batch_id=?", (batch_id,)
+        ).fetchone()
+        return int(row[0]) if row and row[0] is not None else -1
 
     def finish(self, batch_id: str, status: BatchStatus) -> None:
         self.db.execute(
@@ -136,13 +146,14 @@ class BatchStore:
     def batch(self, batch_id: str) -> BatchRow | None:
         self.mark_interrupted()
         row = self.db.execute(
-            "SELECT batch_id, spec, status, created_at, finished_at FROM batches WHERE batch_id=?",
+            "SELECT batch_id, spec, status, created_at, finished_at, owner_pid FROM batches"
+            " WHERE batch_id=?",
             (batch_id,),
         ).fetchone()
         if row is None:
             return None
         spec = BatchSpec.model_validate(json.loads(row[1]))
-        return BatchRow(row[0], spec, BatchStatus(row[2]), row[3], row[4])
+        return BatchRow(row[0], spec, BatchStatus(row[2]), row[3], row[4], row[5])
 
     def batches(self, limit: int = 50) -> list[BatchRow]:
         self.mark_interrupted()

@@ -9,9 +9,16 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 
 class Level(StrEnum):
@@ -27,6 +34,22 @@ class Split(StrEnum):
     ENHANCED = "enhanced"
 
 
+# Every text of a task is bounded, ample for real tasks: the title goes into the catalog's
+# cache and every run's first event (with the PRD: icae_tui/bounds.py counts that frame), and
+# `icae tasks` prints it. The files' own sizes are bounded where the catalog reads them.
+NAME_CHARS = 200  # a title, a language, a name, a path
+TEXT_CHARS = 4_000  # a summary, a note
+LINE_CHARS = 20_000  # a shell line (an importer's install lines are as long)
+RECORD_CHARS = 64 * 1024  # a user-agent record's text
+PRD_CHARS = 1024 * 1024  # a PRD (prd/<level>.md, or a record's fuzzy_prd)
+MAX_ITEMS = 1_000  # a list's entries
+Name = Annotated[str, StringConstraints(max_length=NAME_CHARS)]
+Text = Annotated[str, StringConstraints(max_length=TEXT_CHARS)]
+Line = Annotated[str, StringConstraints(max_length=LINE_CHARS)]
+Record = Annotated[str, StringConstraints(max_length=RECORD_CHARS)]
+Prd = Annotated[str, StringConstraints(max_length=PRD_CHARS)]
+
+
 class Strict(BaseModel):
     """Unknown keys are errors: a typo in a task file must not pass silently."""
 
@@ -37,13 +60,16 @@ class Strict(BaseModel):
 
 
 class ImageRecipe(Strict):
-    base: str = "icae-base:bookworm"
-    setup: list[str] = Field(default_factory=list, description="run as root while building")
+    base: Name = "icae-base:bookworm"
+    setup: list[Line] = Field(
+        default_factory=list, max_length=MAX_ITEMS, description="run as root while building"
+    )
     # The language runtime (domain/runtimes.py): on the Debian base the task's `language`
     # picks its recipe unless `runtime` names one ("none": no runtime layer).
     runtime: str | None = Field(default=None, pattern=r"^[A-Za-z0-9+#._-]{1,32}$")
     packages: list[str] = Field(
         default_factory=list,
+        max_length=MAX_ITEMS,
         description="more Debian packages for the runtime layer (installed at image build)",
     )
 
@@ -102,9 +128,11 @@ def _requirements(values: list[str]) -> list[str]:
 
 
 class OracleSpec(Strict):
-    install: list[str] = Field(default_factory=list, description="run after oracle/ is copied")
-    entry: str = Field(description="shell command that starts the golden tool")
-    path: str = "/opt/oracle"
+    install: list[Line] = Field(
+        default_factory=list, max_length=MAX_ITEMS, description="run after oracle/ is copied"
+    )
+    entry: Line = Field(description="shell command that starts the golden tool")
+    path: Name = "/opt/oracle"
     package: str | None = Field(
         default=None, pattern=PINNED_PACKAGE,
         description="a pinned registry package installed at image build (the only step that "
@@ -112,8 +140,16 @@ class OracleSpec(Strict):
     )  # fmt: skip
     requires: list[str] = Field(
         default_factory=list,
+        max_length=MAX_ITEMS,
         description="the oracle's declared dependencies (pip:/npm: requirements), installed "
         "when its image is built, before `package` and the install lines",
+    )
+    locked: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_ITEMS,
+        description="every package `package` installed when it was imported, pinned "
+        "(pip:NAME==V / npm:NAME@V): pip installs exactly these (no resolving), an npm build "
+        "that resolves otherwise fails",
     )
 
     @field_validator("requires")
@@ -121,12 +157,30 @@ class OracleSpec(Strict):
     def _requires(cls, values: list[str]) -> list[str]:
         return _requirements(values)
 
+    @field_validator("locked")
+    @classmethod
+    def _locked(cls, values: list[str]) -> list[str]:
+        for value in values:
+            if not re.match(PINNED_PACKAGE, value):
+                raise ValueError(f"{value!r} is not a pinned pip:NAME==V or npm:NAME@V")
+        return values
+
+    @model_validator(mode="after")
+    def _locked_with_its_package(self) -> OracleSpec:
+        if self.locked and self.package is None:
+            raise ValueError("`locked` pins what `package` installed: there is no package")
+        kind = (self.package or ":").split(":", 1)[0]
+        if any(not v.startswith(f"{kind}:") for v in self.locked):
+            raise ValueError(f"`locked` holds packages of another registry than {kind}")
+        return self
+
 
 class FuzzSpec(Strict):
     """`[fuzz]`: what an imported tool's own case generator needs in its box."""
 
     requires: list[str] = Field(
         default_factory=list,
+        max_length=MAX_ITEMS,
         description="the fuzzer's third-party modules (pip:/npm: requirements), installed "
         "into the image its box is made from",
     )
@@ -148,8 +202,8 @@ class PackagesSpec(Strict):
     An empty `allow` allows every name not denied; `deny` wins over `allow`. Names compare
     as their registry does (PyPI: case-, `-`/`_`/`.`-insensitive). Kept across re-import."""
 
-    allow: list[str] = Field(default_factory=list)
-    deny: list[str] = Field(default_factory=list)
+    allow: list[str] = Field(default_factory=list, max_length=MAX_ITEMS)
+    deny: list[str] = Field(default_factory=list, max_length=MAX_ITEMS)
     budget_mb: int = Field(
         default=1024, ge=0, le=64 * 1024, description="MiB of artifacts one run may download"
     )
@@ -164,9 +218,9 @@ class PackagesSpec(Strict):
 
 
 class DeliverySpec(Strict):
-    workspace: str = "/workspace"
-    entry: str = Field(description="shell command that starts the delivered tool")
-    build: str = Field(description="build gate: must exit 0 in a fresh delivery container")
+    workspace: Name = "/workspace"
+    entry: Line = Field(description="shell command that starts the delivered tool")
+    build: Line = Field(description="build gate: must exit 0 in a fresh delivery container")
     disk_mb: int = Field(default=1024, ge=16, le=1024 * 1024,
                          description="the agent's box: MiB its writable layer may take")  # fmt: skip
 
@@ -200,11 +254,11 @@ class Origin(Strict):
     """Where an imported task came from (absent for a task written here)."""
 
     source: OriginSource
-    alias: str = Field(description="the task's name there, e.g. realcode@050")
+    alias: Name = Field(description="the task's name there, e.g. realcode@050")
     size_loc: int | None = Field(default=None, ge=0, description="the original's lines of code")
     size_files: int | None = Field(default=None, ge=0, description="the original's code files")
     seed: int | None = Field(default=None, description="the seed its cases were generated with")
-    oracle_source: str | None = Field(
+    oracle_source: Text | None = Field(
         default=None, description="where the oracle came from: a pinned package or a checkout"
     )
     public_only: bool = Field(
@@ -214,19 +268,22 @@ class Origin(Strict):
 
 class CaseDefaults(Strict):
     timeout_s: float = Field(default=10.0, gt=0, le=600)
-    workdir: str = "/data"
+    workdir: Name = "/data"
     fm_threshold: float = Field(default=0.8, ge=0, le=1)
     oracle_runs: int = Field(default=1, ge=1, le=3, description="2: flag nondeterministic cases")
     disk_mb: int = Field(default=1024, ge=16, le=1024 * 1024,
                          description="each case's box (and the build gate's): MiB it may write")  # fmt: skip
-    ignore: list[str] = Field(
-        default_factory=list, description="side-effect paths (globs) to ignore"
+    ignore: list[Name] = Field(
+        default_factory=list,
+        max_length=MAX_ITEMS,
+        description="side-effect paths (globs) to ignore",
     )
     reference: Reference = Field(
         default=Reference.ORACLE, description="what cases are judged against"
     )
-    compare_roots: list[str] | None = Field(
+    compare_roots: list[Name] | None = Field(
         default=None,
+        max_length=MAX_ITEMS,
         description="absolute folders whose side effects are compared (on both sides); "
         "unset: the whole box",
     )
@@ -260,14 +317,19 @@ class RulesSpec(Strict):
     """`[rules]`: checked on the delivery's sources (evaluation/task_rules.py), statically."""
 
     forbidden_imports: list[str] = Field(
-        default_factory=list, description="modules the delivery's sources must not import"
+        default_factory=list,
+        max_length=MAX_ITEMS,
+        description="modules the delivery's sources must not import",
     )
     forbidden_libraries: list[str] = Field(
         default_factory=list,
+        max_length=MAX_ITEMS,
         description="third-party packages it must not import or declare (requirements, package.json)",
     )
-    required_files: list[str] = Field(
-        default_factory=list, description="paths, relative to the workspace, that must exist"
+    required_files: list[Name] = Field(
+        default_factory=list,
+        max_length=MAX_ITEMS,
+        description="paths, relative to the workspace, that must exist",
     )
 
     @field_validator("forbidden_imports", "forbidden_libraries")
@@ -310,11 +372,43 @@ class ReviewSpec(Strict):
     weights: ReviewWeights | None = None
 
 
+class SanitizerSpec(Strict):
+    """`[sanitizer]`: a program of the task's own that masks what varies from run to run
+    (timestamps, ordering) in both sides' output before they are compared, as a benchmark's
+    own sanitizer does (CLI-Tool-Bench's `sanitize_stdout`). It is task code, so it runs in a
+    box of its own (no network, bounded), never on the host: its stdin is a JSON list of
+    texts, its stdout the list of the same length, each text masked."""
+
+    program: str = Field(
+        pattern=r"^sanitizer/[A-Za-z0-9_./-]+\.py$",
+        description="a Python file under the task's sanitizer/ folder (hidden from agents); "
+        "the whole folder is copied into its box",
+    )
+    requires: list[str] = Field(
+        default_factory=list,
+        description="its third-party modules (pip:/npm: requirements), installed into the "
+        "image its box is made from",
+    )
+    timeout_s: float = Field(default=30.0, gt=0, le=600, description="per case, every side")
+
+    @field_validator("requires")
+    @classmethod
+    def _requires(cls, values: list[str]) -> list[str]:
+        return _requirements(values)
+
+    @field_validator("program")
+    @classmethod
+    def _inside(cls, value: str) -> str:
+        if ".." in value.split("/"):
+            raise ValueError(f"{value!r} leaves the sanitizer/ folder")
+        return value
+
+
 class TaskSpec(Strict):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
-    title: str
-    language: str
-    summary: str = ""
+    title: Name
+    language: Name
+    summary: Text = ""
     budget: int = Field(default=16, ge=0, le=200, description="questions per run")
     level_budgets: dict[Level, int] = Field(
         default_factory=dict, description="per-level overrides, e.g. {L1 = 20, ground = 4}"
@@ -331,6 +425,7 @@ class TaskSpec(Strict):
     review: ReviewSpec = Field(default_factory=ReviewSpec)
     packages: PackagesSpec = Field(default_factory=PackagesSpec)
     fuzz: FuzzSpec | None = None
+    sanitizer: SanitizerSpec | None = None
 
     @model_validator(mode="after")
     def _oracle_when_judged_by_it(self) -> TaskSpec:
@@ -359,9 +454,9 @@ def generic_record(record_id: str) -> bool:
 class HiddenConstraint(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    constraint_id: str
-    trigger_keywords: list[str] = Field(min_length=1)
-    oracle_response: str
+    constraint_id: Name
+    trigger_keywords: list[Name] = Field(min_length=1, max_length=MAX_ITEMS)
+    oracle_response: Record
 
     @property
     def generic(self) -> bool:
@@ -371,24 +466,24 @@ class HiddenConstraint(BaseModel):
 class ContextPointer(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    vague_reference: str
-    actual_meaning: str
+    vague_reference: Record
+    actual_meaning: Record
 
 
 class OracleData(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    task_id: str = ""
-    golden_api_signature: str = ""
-    hidden_constraints: list[HiddenConstraint] = Field(default_factory=list)
-    context_pointers: list[ContextPointer] = Field(default_factory=list)
-    fallback_response: str
+    task_id: Name = ""
+    golden_api_signature: Prd = ""
+    hidden_constraints: list[HiddenConstraint] = Field(default_factory=list, max_length=MAX_ITEMS)
+    context_pointers: list[ContextPointer] = Field(default_factory=list, max_length=MAX_ITEMS)
+    fallback_response: Record
 
 
 class UserAgentData(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    fuzzy_prd: str = ""
+    fuzzy_prd: Prd = ""
     oracle_data: OracleData
 
 
@@ -400,10 +495,10 @@ class Case(BaseModel):
 
     input: Any = None
     expected_output: str = ""
-    command: str | None = None
-    pattern: str | None = None
+    command: Line | None = None
+    pattern: Name | None = None
     files: dict[str, str] = Field(default_factory=dict)
-    prep: str | None = None
+    prep: Line | None = None
     timeout_s: float | None = Field(default=None, gt=0, le=600)
 
     @field_validator("files")

@@ -18,10 +18,10 @@ sources say, not a sandbox.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Mapping
 
+from icae_tui.documents import load_json
 from icae_tui.domain.diagnostics import RulesCheck, RuleViolation
 from icae_tui.domain.task import RulesSpec
 
@@ -84,7 +84,7 @@ def _declared(path: str, text: str, library: str) -> int | None:
         return None
     if name == "package.json":
         try:
-            data = json.loads(text)
+            data = load_json(text)
         except ValueError:
             data = None
         if isinstance(data, dict):

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from icae_tui.documents import TooDeep, load_toml
 from icae_tui.errors import ConfigError
 from icae_tui.sandbox.base import Sandbox
 
@@ -81,8 +82,8 @@ def engine_entries(path: Path | None = None) -> dict[str, dict[str, Any]]:
     except OSError as err:
         raise ConfigError(f"{path}: cannot read: {err.strerror or err}") from None
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
+        data = load_toml(text)
+    except (tomllib.TOMLDecodeError, TooDeep) as err:
         raise ConfigError(f"{path}: invalid TOML: {err}") from None
     entries = data.get("engines", {})
     if not isinstance(entries, dict):

@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from icae_tui.documents import TooDeep, load_toml
+
 SETTINGS_FILE = "settings.toml"
 KEYMAP_FILE = "keymap.toml"
 THEMES_FOLDER = "themes"
@@ -63,8 +65,8 @@ def read_toml(path: Path) -> tuple[dict[str, object] | None, list[Problem]]:
     except (OSError, UnicodeDecodeError) as err:
         return None, [Problem(path, "", f"cannot be read: {err}")]
     try:
-        return tomllib.loads(raw), []
-    except tomllib.TOMLDecodeError as err:
+        return load_toml(raw), []
+    except (tomllib.TOMLDecodeError, TooDeep) as err:
         return None, [Problem(path, "", f"not valid TOML: {err}")]
 
 
@@ -146,8 +148,8 @@ def read_for_saving(path: Path, what: str) -> tuple[str, dict[str, object]] | Pr
     except (OSError, UnicodeDecodeError) as err:
         return Problem(path, what, f"not saved: the file cannot be read: {err}")
     try:
-        return old, tomllib.loads(old)
-    except tomllib.TOMLDecodeError as err:
+        return old, load_toml(old)
+    except (tomllib.TOMLDecodeError, TooDeep) as err:
         return Problem(path, what, f"not saved: the file is not valid TOML: {err}")
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import fcntl
 import getpass
-import json
 import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -34,6 +33,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
+from icae_tui.documents import TooDeep, load_json
 from icae_tui.domain.task import Level
 from icae_tui.errors import ConfigError
 
@@ -135,7 +135,9 @@ def _parse(path: Path, text: str) -> list[Teaching]:
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw)
+            obj = load_json(raw)
+        except TooDeep as err:
+            raise TeachingsError(path, number, str(err)) from None
         except ValueError:
             obj = None
         if not isinstance(obj, dict):
