@@ -5,10 +5,10 @@
 The folders are copies of the sample tasks (`tasks/semver`, `tidy`, `wordfreq` in turn: their
 task.toml with a new id, PRDs, user-agent records, cases and solutions; not their oracle or
 recordings, which the catalog does not read), written once to a temporary folder. Each figure
-is the best of `--repeat` loads of the whole folder with `icae_tui.catalog.load_catalog`, in
+is the best of `--repeat` loads of the whole folder with `icae_tui.catalog.loader.load_catalog`, in
 wall-clock and CPU seconds (on a busy machine the CPU figure is the steadier), three ways:
 
-- listed: the folders unchanged since the index last saw them (icae_tui/catalog_index.py) —
+- listed: the folders unchanged since the index last saw them (icae_tui/catalog/index.py) —
   what every start of the console and `icae tasks` after the first costs;
 - first load: no index yet — every task read and validated in full, the index written;
 - baseline, no index: every load validates everything (the catalog before the index).
@@ -30,7 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from icae_tui import catalog, catalog_index  # noqa: E402
+from icae_tui.catalog import index as catalog_index  # noqa: E402
+from icae_tui.catalog import loader as catalog  # noqa: E402
 
 SAMPLES = ("semver", "tidy", "wordfreq")
 PARTS = ("prd", "user_agent", "cases", "solutions")

@@ -20,7 +20,7 @@ on the other's RSS), run one after the other in a headless `App.run_test()` at 1
              `RunView` reduces it, and the screen's 80 ms timer flushes the `TraceLog`.
              Without `--store` the run keeps no record of its events (only the displays are
              measured); with it the RunLog keeps them, as a real run does, until the run's
-             bound (icae_tui/bounds.py: 64 MiB of events, about 30 s of this flood);
+             bound (icae_tui/store/bounds.py: 64 MiB of events, about 30 s of this flood);
   richlog  — the naive baseline: a minimal app (header, RichLog, footer), the same agent as its
              worker, one `RichLog.write()` per line (lines joined across chunks; commands and
              cases one line each). With `--store` its events go through a RunLog too.
@@ -486,7 +486,7 @@ class Unrecorded:
 
 
 class FloodRun:
-    """Enough of `icae_tui.run.Run` for a LiveSource: the agent is its job. Its `log` is a
+    """Enough of `icae_tui.runs.run.Run` for a LiveSource: the agent is its job. Its `log` is a
     real `RunLog` with `--store`; without, the events are kept nowhere (only the displays
     are measured), as the real run's log would keep them within the run's bound."""
 
@@ -497,8 +497,8 @@ class FloodRun:
         self.log: Any = Unrecorded()
         self.runlog: Any = None
         if store_dir is not None:
-            from icae_tui.runlog import RunLog
-            from icae_tui.store import RunStore
+            from icae_tui.runs.log import RunLog
+            from icae_tui.store.database import RunStore
 
             self.log = self.runlog = RunLog(self.run_id, RunStore(store_dir / "runs.db"))
         self._tasks: set[asyncio.Task[None]] = set()
@@ -540,9 +540,9 @@ class FloodRun:
 async def run_console(args: argparse.Namespace, agent: Agent, tmp: Path) -> Result:
     from textual.screen import Screen
 
-    from icae_tui.catalog import Catalog
+    from icae_tui.catalog.loader import Catalog
     from icae_tui.display.sources import LiveSource
-    from icae_tui.store import RunStore
+    from icae_tui.store.database import RunStore
     from icae_tui.ui.app import IcaeApp
     from icae_tui.ui.screens.run import RunScreen
 

@@ -52,7 +52,7 @@ from docker.models.containers import Container as PyContainer
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from icae_tui.catalog import load_catalog  # noqa: E402
+from icae_tui.catalog.loader import load_catalog  # noqa: E402
 from icae_tui.domain.task import Case, CaseRef, Split, Task  # noqa: E402
 from icae_tui.evaluation.differential import Evaluator, Sides, default_concurrency, invocation  # noqa: E402
 from icae_tui.sandbox.base import CasePath, Limits  # noqa: E402

@@ -191,7 +191,7 @@ def summary(report: dict[str, Any], took: float) -> str:
     """The run's score (report), and its steps and model calls (the stored events)."""
     from icae_tui.domain.events import AgentStopped, ModelCallMade
     from icae_tui.domain.states import ModelRole
-    from icae_tui.store import RunStore
+    from icae_tui.store.database import RunStore
 
     run_id = report["run"]["run_id"]
     events = RunStore().events(run_id)

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from icae_tui.catalog import load_catalog
+from icae_tui.catalog.loader import load_catalog
 from icae_tui.domain.task import Level
 from icae_tui.local_models.paths import models_dir
 from tests.gateway_upstream import KEY_ENV, REAL_KEY
 
-# The catalog's index (icae_tui/catalog_index.py) of every tasks folder a test loads goes to a
+# The catalog's index (icae_tui/catalog/index.py) of every tasks folder a test loads goes to a
 # cache of this session's own, never the user's.
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="icae-test-cache-")
 atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], True)
@@ -102,7 +102,7 @@ async def upstream(request):
 
 @pytest.fixture
 def store(tmp_path):
-    from icae_tui.store import RunStore
+    from icae_tui.store.database import RunStore
 
     s = RunStore(tmp_path / "runs.db")
     yield s

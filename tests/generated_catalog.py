@@ -8,7 +8,7 @@ user-agent record: a preview that shows a case or a record shows one of them.
 
 from __future__ import annotations
 
-from icae_tui.catalog import Catalog
+from icae_tui.catalog.loader import Catalog
 from icae_tui.domain.task import (
     Case,
     CaseRef,

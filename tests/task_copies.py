@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from icae_tui.catalog import load_catalog
+from icae_tui.catalog.loader import load_catalog
 from icae_tui.domain.task import Task
 from tests.conftest import FIXTURE_TASKS
 

@@ -13,7 +13,8 @@ from icae_tui.agents.base import AgentContext, AgentNeeds, Limits
 from icae_tui.agents.registry import AgentKindEntry, register_agent_kind, unregister_agent_kind
 from icae_tui.domain.events import AgentStopped
 from icae_tui.domain.states import RunStatus, StopReason
-from icae_tui.run import Run, RunConfig
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 from icae_tui.sandbox import registry
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the processes backend mounts")

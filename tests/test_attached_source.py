@@ -12,7 +12,7 @@ from icae_tui.display.sources import AttachedSource
 from icae_tui.display.view import RunView
 from icae_tui.domain.events import AgentOutput, RunFinished
 from icae_tui.domain.states import RunStatus
-from icae_tui.runlog import RunLog
+from icae_tui.runs.log import RunLog
 from tests.ui.helpers import started
 
 

@@ -17,15 +17,15 @@ import pytest
 from icae_tui.batch.plan import expand
 from icae_tui.batch.spec import BatchSpec
 from icae_tui.batch.store import BatchStatus, BatchStore
-from icae_tui.catalog import load_catalog
+from icae_tui.catalog.loader import load_catalog
 from icae_tui.cli import main
-from icae_tui.documents import MAX_DEPTH, TooDeep, depth_within, load_json, load_toml
 from icae_tui.domain.events import Progress
 from icae_tui.domain.task import NAME_CHARS, PRD_CHARS
-from icae_tui.endpoint_urls import url_problem, url_warning
-from icae_tui.store import RunStore
-from icae_tui.store_damage import StoreDamaged, damage, move_aside
+from icae_tui.store.damage import StoreDamaged, damage, move_aside
+from icae_tui.store.database import RunStore
 from icae_tui.users.teachings import teachings_path
+from icae_tui.util.documents import MAX_DEPTH, TooDeep, depth_within, load_json, load_toml
+from icae_tui.util.endpoint_urls import url_problem, url_warning
 from tests.conftest import FIXTURE_TASKS
 from tests.task_copies import copy_mini
 
@@ -99,7 +99,7 @@ def test_deep_task_files_are_task_errors(tmp_path):
 def test_a_deep_teachings_line_is_one_line(home, tmp_path, capsys):
     folder = copy_mini(tmp_path)
     teachings_path(folder).write_text(DEEP_JSON + "\n")
-    # teach's own status for a malformed teachings file (icae_tui/users/teach_command.py)
+    # teach's own status for a malformed teachings file (icae_tui/cli/teach.py)
     assert icae("tasks", "teach", "mini", tasks=folder.parent) == 1
     assert one_error_line(capsys) == f"error: {teachings_path(folder)}: line 1: {NESTED}"
 

@@ -19,7 +19,7 @@ from icae_tui.batch.store import BatchStatus, BatchStore
 from icae_tui.cli import main
 from icae_tui.domain.states import RunStatus
 from icae_tui.sandbox import registry
-from icae_tui.store import RunStore
+from icae_tui.store.database import RunStore
 from tests.conftest import FIXTURE_TASKS, ROOT
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the processes backend mounts")

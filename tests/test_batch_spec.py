@@ -14,7 +14,7 @@ from icae_tui.batch.spec import BatchLimits, BatchSpec, BatchSpecError, match_ta
 from icae_tui.batch.store import Attempt
 from icae_tui.domain.states import FailureKind, ResponderMode, RunStatus
 from icae_tui.domain.task import Level
-from icae_tui.store import RunRow
+from icae_tui.store.database import RunRow
 
 SPEC = """\
 name = "smoke"
@@ -122,8 +122,8 @@ def test_what_an_items_attempts_came_to(attempts, state, counted, run_id):
 
 
 def test_an_engine_pool_in_the_spec_and_as_flags():
-    from icae_tui.batch.command import _slot
     from icae_tui.batch.spec import EngineSlot
+    from icae_tui.cli.batch import _slot
 
     spec = parse_spec('tasks = ["a"]\nagents = ["x"]\n\n[[engines]]\nname = "docker"\nruns = 2\n'
                       '\n[[engines]]\nname = "lab"\n', Path("b.toml"))  # fmt: skip

@@ -1,4 +1,4 @@
-"""Loading tasks (icae_tui/catalog.py): the fixture and bundled tasks, errors named with their
+"""Loading tasks (icae_tui/catalog/loader.py): the fixture and bundled tasks, errors named with their
 file, line and field, budgets; a task's solutions (those that do not parse are errors, not
 choices; names and links stay inside the task's folder)."""
 
@@ -9,7 +9,7 @@ import pytest
 
 from icae_tui.agents.base import AgentError
 from icae_tui.agents.scripted import ScriptedAgent
-from icae_tui.catalog import load_catalog
+from icae_tui.catalog.loader import load_catalog
 from icae_tui.cli import main
 from tests.conftest import FIXTURE_TASKS
 from tests.task_copies import copy_mini
@@ -83,7 +83,8 @@ def test_missing_prd_and_unknown_key(tmp_path):
 
 def test_budget_per_level_and_per_run(tmp_path, store):
     from icae_tui.domain.task import Level
-    from icae_tui.run import Run, RunConfig
+    from icae_tui.runs.config import RunConfig
+    from icae_tui.runs.run import Run
 
     root = _copy_fixture(tmp_path, "mini")
     toml = root / "task.toml"

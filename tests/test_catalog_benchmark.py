@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from icae_tui.catalog import load_catalog
+from icae_tui.catalog.loader import load_catalog
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))

@@ -1,4 +1,4 @@
-"""The catalog's index (icae_tui/catalog_index.py): an unchanged task is listed without reading
+"""The catalog's index (icae_tui/catalog/index.py): an unchanged task is listed without reading
 its large files, any change is validated again at listing, and a lost or foreign index is
 rebuilt."""
 
@@ -8,9 +8,9 @@ import json
 import os
 import shutil
 
-from icae_tui import catalog_index
-from icae_tui.catalog import TaskError, load_catalog, load_failure
-from icae_tui.catalog_search import TaskCard
+from icae_tui.catalog import index as catalog_index
+from icae_tui.catalog.loader import TaskError, load_catalog, load_failure
+from icae_tui.catalog.search import TaskCard
 from icae_tui.domain.task import Level, Split
 from tests.conftest import FIXTURE_TASKS
 

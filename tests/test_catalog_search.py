@@ -1,4 +1,4 @@
-"""Finding tasks (icae_tui/catalog_search.py): ranking, filters and their counts, sizes, and
+"""Finding tasks (icae_tui/catalog/search.py): ranking, filters and their counts, sizes, and
 the task card that holds no case content. No Textual."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from icae_tui.catalog_search import (
+from icae_tui.catalog.search import (
     SIZE_LIMITS,
     Ability,
     Size,
@@ -175,7 +175,7 @@ def test_the_card_holds_counts_never_case_content_or_records():
 
 
 def test_search_imports_neither_textual_nor_rich():
-    assert imported(["icae_tui.catalog_search"], ("textual", "rich")) == ""
+    assert imported(["icae_tui.catalog.search"], ("textual", "rich")) == ""
 
 
 def test_a_card_says_where_its_task_came_from_and_what_it_can_do():

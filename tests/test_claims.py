@@ -1,4 +1,4 @@
-"""Completion claims (icae_tui/claims.py): the agent's final message read against
+"""Completion claims (icae_tui/results/claims.py): the agent's final message read against
 the results, on hand-made event lists; the view's line and score segment, the report's dict,
 and a scripted agent that says "all tests pass, every feature implemented" over a partial
 delivery (with the processes engine, no Docker)."""
@@ -9,14 +9,6 @@ import os
 
 import pytest
 
-from icae_tui.claims import (
-    CLAIM_PATTERNS,
-    ClaimKind,
-    check_claims,
-    claims_line,
-    claims_of,
-    find_claims,
-)
 from icae_tui.display.view import RunView
 from icae_tui.display.wording import plain, score_segments
 from icae_tui.domain.events import (
@@ -30,7 +22,15 @@ from icae_tui.domain.events import (
 from icae_tui.domain.results import CaseResult, Split, Verdict
 from icae_tui.domain.states import RunStatus
 from icae_tui.evaluation.scoring import score
-from icae_tui.report import build_report
+from icae_tui.results.claims import (
+    CLAIM_PATTERNS,
+    ClaimKind,
+    check_claims,
+    claims_line,
+    claims_of,
+    find_claims,
+)
+from icae_tui.results.report import build_report
 
 P, H, E = Split.PUBLIC, Split.HIDDEN, Split.ENHANCED
 A, W = Verdict.ACCEPTED, Verdict.WRONG_ANSWER
@@ -199,7 +199,7 @@ def test_the_report_with_claims_follows_its_schema():
     jsonschema = pytest.importorskip("jsonschema")
     import json
 
-    from icae_tui.report import REPORT_SCHEMA
+    from icae_tui.results.report import REPORT_SCHEMA
 
     report = build_report(_events(said=None, submitted="All tests pass.", results=PARTIAL))
     schema = json.loads(REPORT_SCHEMA.read_text())
@@ -212,7 +212,8 @@ def test_the_report_with_claims_follows_its_schema():
 async def test_a_scripted_agent_claiming_success_over_a_partial_delivery_is_flagged(
     tmp_path, store, monkeypatch
 ):
-    from icae_tui.run import Run, RunConfig
+    from icae_tui.runs.config import RunConfig
+    from icae_tui.runs.run import Run
     from icae_tui.sandbox import registry
     from tests.task_copies import add_solution, copy_mini, load_mini
 
@@ -242,7 +243,7 @@ async def test_a_scripted_agent_claiming_success_over_a_partial_delivery_is_flag
 
 def test_markdown_and_html_reports_show_the_contradicted_claims_and_the_combined_score():
     from icae_tui.domain.diagnostics import ReviewScore
-    from icae_tui.report import ReportFormat, render_report
+    from icae_tui.results.report import ReportFormat, render_report
 
     events = _events(said=None, submitted="All tests pass.", results=PARTIAL)
     review = ReviewScore(execution=0.6, review=0.5, combined=0.58,
@@ -270,7 +271,7 @@ def test_the_view_shows_the_diagnostics_and_the_combined_score_once():
     assert isinstance(final, RunFinished) and final.score is not None
     review = ReviewScore(execution=0.6, review=0.5, combined=0.58, components={"signature": 0.5})
     reviewed = final.score.model_copy(update={"review": review})
-    # as run.py says it: the final score, the diagnostics, the score with its review, the end
+    # as runs/run.py says it: the final score, the diagnostics, the score with its review, the end
     events[-1:] = [DiagnosticsMade(diagnostics=Diagnostics(review=review)),
                    ScoreUpdated(score=reviewed),
                    RunFinished(status=RunStatus.COMPLETED, score=reviewed)]  # fmt: skip

@@ -1,4 +1,4 @@
-"""The `icae` command line (icae_tui/cli.py). Bad options refused up front: an agent that is not
+"""The `icae` command line (icae_tui/cli/root.py). Bad options refused up front: an agent that is not
 one of the task's, an `--agents` file that cannot be read or is not TOML, run options out of
 range, `icae runs --export` without a run. Each is one line on stderr, exit status 2, and
 nothing stored: no run row, no events (no Docker; an engine reached by mistake is a dead
@@ -18,12 +18,13 @@ import pytest
 from icae_tui.agents.base import AgentError
 from icae_tui.agents.config import file_error
 from icae_tui.agents.registry import check_agent, make_agent
-from icae_tui.catalog import load_catalog
+from icae_tui.catalog.loader import load_catalog
 from icae_tui.cli import main
+from icae_tui.display.plain import PlainPrinter
 from icae_tui.domain.events import CasesPlanned
-from icae_tui.headless import PlainPrinter
-from icae_tui.run import Run, RunConfig
-from icae_tui.store import RunStore
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
+from icae_tui.store.database import RunStore
 from tests.conftest import BUNDLED_TASKS, FIXTURE_TASKS
 from tests.task_copies import copy_mini
 from tests.ui.helpers import started

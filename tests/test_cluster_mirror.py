@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from icae_tui.catalog import load_catalog
+from icae_tui.catalog.loader import load_catalog
 from icae_tui.cluster.mirror import NodeHandle, NodeLost, NodeRun
 from icae_tui.cluster.shipping import ShippingError, pack, unpack
 from icae_tui.domain.events import (
@@ -25,8 +25,8 @@ from icae_tui.domain.events import (
     RunStarted,
 )
 from icae_tui.domain.states import FailureKind, Phase, ResponderMode, RunStatus
-from icae_tui.run import RunConfig
-from icae_tui.store import RunStore
+from icae_tui.runs.config import RunConfig
+from icae_tui.store.database import RunStore
 from tests.conftest import FIXTURE_TASKS
 
 

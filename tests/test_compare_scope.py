@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from icae_tui.catalog import load_catalog
+from icae_tui.catalog.loader import load_catalog
 from icae_tui.domain.outcome import SideOutcome
 from icae_tui.domain.results import FileChange, Verdict
 from icae_tui.domain.task import CaseDefaults, StderrPolicy, Task, TaskSpec

@@ -41,7 +41,7 @@ from icae_tui.evaluation.diagnostics import BOUNDS, diagnose_trees
 from icae_tui.evaluation.review import review_components, review_score, reweighted
 from icae_tui.evaluation.structure import count_loc, oracle_tree
 from icae_tui.evaluation.task_rules import check_rules
-from icae_tui.report import REPORT_SCHEMA, build_report
+from icae_tui.results.report import REPORT_SCHEMA, build_report
 from icae_tui.sandbox.tree import TarScanner, TreeBounds, TreeEntry, TreeRead, walk_folder
 from tests.conftest import BUNDLED_TASKS
 
@@ -377,7 +377,7 @@ def test_headless_lines_name_the_violations_and_the_formula(bundled_catalog):
 
 
 def test_the_headless_printer_prints_the_diagnostics_event(bundled_catalog):
-    from icae_tui.headless import PlainPrinter
+    from icae_tui.display.plain import PlainPrinter
 
     out = io.StringIO()
     printer = PlainPrinter(out)

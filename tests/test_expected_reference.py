@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from icae_tui.catalog import TaskError, load_task
+from icae_tui.catalog.loader import TaskError, load_task
 from icae_tui.domain.events import CasesPlanned, PhaseChanged
 from icae_tui.domain.outcome import SideOutcome
 from icae_tui.domain.results import LadderMetric, SideRun, Verdict
@@ -19,8 +19,9 @@ from icae_tui.domain.task import Case, CaseRef, Reference, Split, Task, TaskSpec
 from icae_tui.evaluation.expected import icae_text, judge_expected
 from icae_tui.evaluation.ladder import LADDER
 from icae_tui.evaluation.verdict import COMPARE_CAP, SideFault
-from icae_tui.report import build_report
-from icae_tui.run import Run, RunConfig
+from icae_tui.results.report import build_report
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 from icae_tui.sandbox import registry
 from tests.task_copies import copy_mini, edit_toml
 

@@ -8,8 +8,8 @@ import json
 from icae_tui.display.export import FILES, export_folder, export_run, trace_lines
 from icae_tui.display.view import TRACE_KEEP, RunView
 from icae_tui.domain.events import AgentOutput
-from icae_tui.report import build_report
-from icae_tui.trajectory import build_trajectory
+from icae_tui.results.report import build_report
+from icae_tui.results.trajectory import build_trajectory
 from tests.ui.helpers import RECORDED_ID, recorded_run, started
 
 

@@ -1,4 +1,4 @@
-"""The plain display's order (icae_tui/headless.py over the run view): a phase's heading
+"""The plain display's order (icae_tui/display/plain.py over the run view): a phase's heading
 comes before what the phase says. The run publishes its final score before the score phase
 begins (and a run whose build failed has no score phase), so the view heads the score
 itself; a recording made that way reads the same."""
@@ -8,7 +8,8 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from icae_tui import recordings
+from icae_tui.catalog import recordings
+from icae_tui.display.plain import PlainPrinter
 from icae_tui.domain.events import (
     BuildChecked,
     CaseFinished,
@@ -19,7 +20,6 @@ from icae_tui.domain.events import (
 )
 from icae_tui.domain.states import Phase, RunStatus
 from icae_tui.evaluation.scoring import score
-from icae_tui.headless import PlainPrinter
 from tests.test_wording import PLANNED, case, started
 
 RECORDING = Path(__file__).resolve().parent.parent / "tasks" / "semver" / "recordings"

@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 
 from icae_tui.domain.events import Event, QuestionAnswered, QuestionAsked
-from icae_tui.run import RunConfig
+from icae_tui.runs.config import RunConfig
 from icae_tui.users.ask_server import icae_wire_routes, serving
 from icae_tui.users.channel import ClarificationChannel
 from icae_tui.users.icae_wire import INIT_KEY, Identity, with_clarification

@@ -294,8 +294,8 @@ def test_rule_b_flags_private_names_and_modules():
         "a._b",
         "icae_tui.pkg.sib._h",
     ]
-    within_ui = "from icae_tui.ui.widgets.trace import _Row\nfrom icae_tui.run import _x\n"
-    assert _check(private_imports, within_ui, "icae_tui/ui/screens/run.py") == ["icae_tui.run._x"]
+    within_ui = "from icae_tui.ui.widgets.trace import _Row\nfrom icae_tui.runs.run import _x\n"
+    assert _check(private_imports, within_ui, "icae_tui/ui/screens/run.py") == ["icae_tui.runs.run._x"]
 
 
 def test_rule_c_sees_third_party_imports_anywhere():

@@ -169,7 +169,7 @@ def test_generic_records_are_recognised(record_id: str, generic: bool) -> None:
 
 
 def test_named_protocol_records_do_not_count_as_never_asked_task_constraints() -> None:
-    # what run.py records today: only ARCH/HARNESS/TC_ are set apart
+    # what runs/run.py records today: only ARCH/HARNESS/TC_ are set apart
     records: list[str] = [r["constraint_id"] for r in [*TASK, *GENERIC]]
     started = RunStarted(
         task_id="x", task_title="t", agent="a", level="L1", responder=ResponderMode.SIMULATED,

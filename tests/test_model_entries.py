@@ -1,7 +1,7 @@
 """`[models.<name>]` entries in the agents files (icae_tui/agents/config.py): endpoints for the
 run's own model roles, parsed and located like agents' entries; `icae agents` lists them in a
 section of their own; `icae run --user/--judge/--critic-endpoint NAME` and `icae runs rescore
---judge-endpoint NAME` resolve them (icae_tui/model_endpoints.py) or refuse with one line on
+--judge-endpoint NAME` resolve them (icae_tui/cli/model_endpoints.py) or refuse with one line on
 stderr, exit status 2, nothing stored. Pure: no engine, no network. That the entry reaches the
 judge is tests/test_semantic_run.py's (a local scripted endpoint)."""
 
@@ -21,8 +21,8 @@ from icae_tui.agents.config import (
     what_to_set,
 )
 from icae_tui.cli import main
-from icae_tui.model_endpoints import EndpointRole, endpoint_config
-from icae_tui.store import RunStore
+from icae_tui.cli.model_endpoints import EndpointRole, endpoint_config
+from icae_tui.store.database import RunStore
 from icae_tui.users.model_user import ModelConfig
 from tests.conftest import FIXTURE_TASKS
 

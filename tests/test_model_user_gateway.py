@@ -13,9 +13,10 @@ import pytest
 from icae_tui.domain.events import ModelCallMade, QuestionAnswered
 from icae_tui.domain.states import ModelRole, RunStatus
 from icae_tui.gateway import load_calls
-from icae_tui.run import Run, RunConfig
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 from icae_tui.sandbox import registry
-from icae_tui.store import MODEL_CALLS_FILE
+from icae_tui.store.database import MODEL_CALLS_FILE
 from icae_tui.users.model_user import ModelConfig
 from tests.openai_stub import serve
 

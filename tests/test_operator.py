@@ -457,7 +457,7 @@ def test_the_handle_and_the_operator_import_without_textual_or_the_engine():
     code = (
         "import sys, icae_tui.display.operator, icae_tui.display.handle;"
         "bad = [m for m in sys.modules if m.split('.')[0] == 'textual'"
-        " or m.startswith(('icae_tui.evaluation', 'icae_tui.sandbox', 'icae_tui.run'))];"
+        " or m.startswith(('icae_tui.evaluation', 'icae_tui.sandbox', 'icae_tui.runs'))];"
         "print(','.join(bad))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

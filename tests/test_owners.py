@@ -1,4 +1,4 @@
-"""Who owns a run's leftovers (icae_tui/owners.py) and what becomes of them after a crash: a run
+"""Who owns a run's leftovers (icae_tui/util/owners.py) and what becomes of them after a crash: a run
 whose owner died is interrupted at its last event (an old store gains the owner columns),
 orphaned socket folders go and nothing else, the reaper's rules for containers (no Docker)."""
 
@@ -11,8 +11,8 @@ import sys
 import time
 
 from icae_tui.domain.events import AgentSaid, RunFinished, RunStarted
+from icae_tui.runs.socket_folders import reap_ask_folders
 from icae_tui.sandbox.docker.reaper import is_dead
-from icae_tui.socket_folders import reap_ask_folders
 from icae_tui.users.ask_server import SOCKET_NAME
 
 
@@ -65,7 +65,7 @@ def test_a_run_whose_owner_died_is_interrupted_at_its_last_event(store):
 def test_an_old_store_gains_owner_columns(tmp_path):
     import sqlite3
 
-    from icae_tui.store import RunStore
+    from icae_tui.store.database import RunStore
 
     path = tmp_path / "runs.db"
     old = sqlite3.connect(path)

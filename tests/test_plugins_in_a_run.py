@@ -13,16 +13,17 @@ import pytest
 
 from icae_tui.agents.base import AgentContext, AgentNeeds, Limits
 from icae_tui.agents.registry import AgentKindEntry, register_agent_kind, unregister_agent_kind
-from icae_tui.catalog import Catalog
+from icae_tui.catalog.loader import Catalog
+from icae_tui.display.plain import PlainPrinter
 from icae_tui.domain.outcome import SideOutcome
 from icae_tui.domain.results import MetricSpec
 from icae_tui.domain.states import RunStatus
 from icae_tui.domain.task import CaseRef, Task
 from icae_tui.evaluation.scorers import case_scorer, registered
 from icae_tui.evaluation.verdict import Attempt
-from icae_tui.headless import PlainPrinter
-from icae_tui.report import build_report
-from icae_tui.run import Run, RunConfig
+from icae_tui.results.report import build_report
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 from icae_tui.sandbox import registry
 from icae_tui.ui.app import IcaeApp
 from tests.ui.test_scorer_plugin import SIZE, replayed

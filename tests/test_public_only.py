@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from icae_tui.catalog import load_catalog
+from icae_tui.catalog.loader import load_catalog
 from icae_tui.display.wording import score_line
 from icae_tui.domain.results import Score, SplitScore
 from icae_tui.domain.task import Split

@@ -16,7 +16,8 @@ from icae_tui.domain.states import AnsweredBy, ModelRole, RunStatus, UserMode
 from icae_tui.domain.task import Level
 from icae_tui.local_models.catalog import DEFAULT_MODEL, MODELS
 from icae_tui.local_models.server import SERVERS, local_endpoint, not_ready
-from icae_tui.run import Run, RunConfig
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 from icae_tui.users.model_user import DirectChat, ModelConfig, ModelUser
 from icae_tui.users.verifier import Verifier
 from tests.conftest import MACHINE_MODELS_ENV

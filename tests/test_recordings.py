@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from icae_tui import recordings
+from icae_tui.catalog import recordings
 from icae_tui.display.view import RunView
 from icae_tui.domain.events import AgentOutput, RunFinished
 from icae_tui.domain.states import Stream

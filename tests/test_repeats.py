@@ -1,4 +1,4 @@
-"""Repeats (icae_tui/repeats.py): the formulas pinned on hand-made numbers (mean, sample
+"""Repeats (icae_tui/results/repeats.py): the formulas pinned on hand-made numbers (mean, sample
 standard deviation, min–max, the 95 % Student t-interval and t's quantiles), a run's figures,
 the group's report, the store's repeat group, and `icae run --repeats 3` end to end with the
 `processes` engine (no Docker)."""
@@ -15,7 +15,7 @@ import pytest
 from icae_tui.cli import main
 from icae_tui.domain.results import CaseResult, Split, Verdict
 from icae_tui.evaluation.scoring import score
-from icae_tui.repeats import (
+from icae_tui.results.repeats import (
     INTERVAL,
     Repeat,
     figures,
@@ -27,7 +27,7 @@ from icae_tui.repeats import (
     t_quantile,
 )
 from icae_tui.sandbox import registry
-from icae_tui.store import RunStore
+from icae_tui.store.database import RunStore
 from tests.conftest import FIXTURE_TASKS
 
 

@@ -8,10 +8,11 @@ import asyncio
 import io
 from pathlib import Path
 
-from icae_tui import cli, recordings
+from icae_tui import cli
+from icae_tui.catalog import recordings
+from icae_tui.display.plain import PlainPrinter, replay_headless
 from icae_tui.display.replay import PacedReplay
-from icae_tui.headless import PlainPrinter, replay_headless
-from icae_tui.store import RunStore
+from icae_tui.store.database import RunStore
 from tests.polling import Sleeps
 
 TASKS = Path(__file__).resolve().parent.parent / "tasks"

@@ -1,4 +1,4 @@
-"""The report's formats (icae_tui/report.py render_report / write_report, icae_tui/reports/)
+"""The report's formats (icae_tui/results/report.py render_report / write_report, icae_tui/results/formats/)
 on hand-made runs: the format from the suffix, JSON as before, the published schema, and
 Markdown, JUnit XML and HTML that stay literal and valid whatever the agent printed."""
 
@@ -29,7 +29,7 @@ from icae_tui.domain.results import CaseResult, Score, SideRun, SplitScore, Verd
 from icae_tui.domain.runtimes import RECIPES, version_line
 from icae_tui.domain.states import AnsweredBy, ResponderMode, RunStatus
 from icae_tui.domain.task import Split
-from icae_tui.report import (
+from icae_tui.results.report import (
     REPORT_SCHEMA,
     ReportFormat,
     build_report,

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from icae_tui import recordings
-from icae_tui.report import ReportFormat, render_report
-from icae_tui.reports import svg
+from icae_tui.catalog import recordings
+from icae_tui.results.formats import svg
+from icae_tui.results.report import ReportFormat, render_report
 
 ROOT = Path(__file__).resolve().parent.parent
 # a real run with failures, so every chart has something to draw (tidy, scripted:partial)

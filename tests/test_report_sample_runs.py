@@ -17,14 +17,15 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from icae_tui import recordings
-from icae_tui.catalog import load_catalog
+from icae_tui.catalog import recordings
+from icae_tui.catalog.loader import load_catalog
 from icae_tui.domain.states import RunStatus
-from icae_tui.report import REPORT_SCHEMA, ReportFormat, build_report, render_report
-from icae_tui.reports.summary import summarise
-from icae_tui.run import Run, RunConfig
+from icae_tui.results.formats.summary import summarise
+from icae_tui.results.report import REPORT_SCHEMA, ReportFormat, build_report, render_report
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 from icae_tui.sandbox import registry
-from icae_tui.store import RunStore
+from icae_tui.store.database import RunStore
 
 ROOT = Path(__file__).resolve().parent.parent
 SEMVER = ROOT / "tasks" / "semver"

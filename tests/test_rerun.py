@@ -1,5 +1,5 @@
 """The delivery shell (icae_tui/evaluation/rerun.py, the case detail's `s` key through
-kept.py): a throwaway box with no network whose hostname is `sandbox`, like every box of a
+runs/kept.py): a throwaway box with no network whose hostname is `sandbox`, like every box of a
 run (README, Containers)."""
 
 from __future__ import annotations

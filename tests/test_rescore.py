@@ -1,4 +1,4 @@
-"""Re-scoring at another τ (icae_tui/rescore.py) on hand-made cases: FM is SP and fm_score ≥ τ,
+"""Re-scoring at another τ (icae_tui/results/rescore.py) on hand-made cases: FM is SP and fm_score ≥ τ,
 a case with no stored FM gets none, and what only the stored score holds is carried over."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from icae_tui.domain.results import CaseResult, MetricSpec, Verdict
 from icae_tui.domain.states import RunStatus
 from icae_tui.domain.task import Split
 from icae_tui.evaluation.scoring import score
-from icae_tui.rescore import fm_at, rescore, rescored_events
+from icae_tui.results.rescore import fm_at, rescore, rescored_events
 
 
 def case(case_id: str, verdict: Verdict, **metrics: float) -> CaseResult:

@@ -15,7 +15,8 @@ from icae_tui.domain.events import AgentCommandDone, CaseFinished, Event, PhaseC
 from icae_tui.domain.results import Verdict
 from icae_tui.domain.states import Phase, RunStatus
 from icae_tui.errors import ConfigError, EngineUnavailable
-from icae_tui.run import Run, RunConfig
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 from icae_tui.sandbox import registry
 from icae_tui.sandbox.processes import ProcessSandbox
 

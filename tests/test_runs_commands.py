@@ -1,5 +1,5 @@
-"""`icae runs list | show | export | compare | rescore` (icae_tui/runs_command.py, with
-run_summary.py, runs_compare.py and rescore.py) over real stored runs: the scripted good,
+"""`icae runs list | show | export | compare | rescore` (icae_tui/cli/runs.py, with
+results/summary.py, results/compare.py and results/rescore.py) over real stored runs: the scripted good,
 partial and broken agents of the fixture task `mini` and of the bundled task `wordfreq`, run
 once for the module through the unsafe `processes` backend (no Docker; root for its mounts).
 
@@ -21,16 +21,17 @@ from pathlib import Path
 
 import pytest
 
-from icae_tui.catalog import load_catalog
+from icae_tui.catalog.loader import load_catalog
 from icae_tui.cli import main
 from icae_tui.domain.events import CaseFinished, Progress
 from icae_tui.domain.task import Task
-from icae_tui.rescore import rescore
-from icae_tui.run import Run, RunConfig
-from icae_tui.run_summary import summarize
-from icae_tui.runs_compare import DifferentTasks, compare_runs
+from icae_tui.results.compare import DifferentTasks, compare_runs
+from icae_tui.results.rescore import rescore
+from icae_tui.results.summary import summarize
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 from icae_tui.sandbox import registry
-from icae_tui.store import RunStore
+from icae_tui.store.database import RunStore
 from tests.conftest import BUNDLED_TASKS, FIXTURE_TASKS
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the processes backend mounts")
@@ -235,7 +236,7 @@ def test_show_summarises_a_run(stored, capsys):
 
 
 def test_export_prints_the_json_report_and_writes_a_file(stored, capsys, tmp_path):
-    from icae_tui.report import build_report
+    from icae_tui.results.report import build_report
 
     home, ids = stored
     run_id = ids["mini", "good"]
@@ -254,8 +255,8 @@ def test_export_prints_the_json_report_and_writes_a_file(stored, capsys, tmp_pat
 
 
 def test_export_and_run_report_use_the_report_formats(stored, capsys, tmp_path):
-    from icae_tui import report
-    from icae_tui.runs_command import write_run_report
+    from icae_tui.cli.runs import write_run_report
+    from icae_tui.results import report
 
     if not hasattr(report, "render_report"):
         pytest.skip("the report module renders JSON only")
@@ -275,7 +276,7 @@ def test_export_and_run_report_use_the_report_formats(stored, capsys, tmp_path):
 
 
 def test_a_run_writes_its_report_in_the_format_its_suffix_names(tmp_path, monkeypatch, capsys):
-    from icae_tui import report
+    from icae_tui.results import report
 
     if not hasattr(report, "render_report"):
         pytest.skip("the report module renders JSON only")

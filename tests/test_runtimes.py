@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from icae_tui.catalog import load_catalog
+from icae_tui.catalog.loader import load_catalog
 from icae_tui.domain.runtimes import (
     DEBIAN_BASE,
     ICAE_LANGUAGES,

@@ -1,4 +1,4 @@
-"""Untrusted text made safe to show (icae_tui/safe_text.py): control characters neutralised,
+"""Untrusted text made safe to show (icae_tui/util/safe_text.py): control characters neutralised,
 bytes decoded. One-line excerpts of untrusted output (verdict and build-gate reasons, an
 agent's first line, the output diff) end lines at "\\n" only: `str.splitlines()` also ends
 one at U+2028, \\x0b, \\x1c…, so a delivery writing `real error\\u2028injected` would have
@@ -13,13 +13,13 @@ import pytest
 
 from icae_tui.agents.parsers.shapes import first_line
 from icae_tui.display.diff import diff_outputs
+from icae_tui.display.plain import PlainPrinter
 from icae_tui.domain.events import BuildChecked, CaseFinished
 from icae_tui.domain.results import SideRun
 from icae_tui.domain.task import Case, CaseRef, Split, Task, TaskSpec
 from icae_tui.evaluation.gate import failed_build_reason
 from icae_tui.evaluation.verdict import SideOutcome, judge
-from icae_tui.headless import PlainPrinter
-from icae_tui.safe_text import decode, lines, printable
+from icae_tui.util.safe_text import decode, lines, printable
 
 STDERR = "first line\nreal error\u2028injected\n"
 SHOWN = "real error\\u2028injected"  # what printable() makes of the whole last line

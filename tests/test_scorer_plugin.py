@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import io
 
+from icae_tui.display.plain import PlainPrinter
 from icae_tui.evaluation.scorers import registered
-from icae_tui.headless import PlainPrinter
-from icae_tui.report import build_report
+from icae_tui.results.report import build_report
 from tests.scorer_run import SHOUT, judged_run, shout
 
 

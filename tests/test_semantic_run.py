@@ -17,9 +17,10 @@ from icae_tui.cli import main
 from icae_tui.domain.events import CaseFinished, CasesPlanned, ModelCallMade, Progress
 from icae_tui.domain.states import ModelRole, RunStatus
 from icae_tui.evaluation.semantic import JUDGE_CACHE_FILE, SM
-from icae_tui.run import Run, RunConfig
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 from icae_tui.sandbox import registry
-from icae_tui.store import RunStore
+from icae_tui.store.database import RunStore
 from icae_tui.users.model_user import ModelConfig
 from tests.conftest import BUNDLED_TASKS, FIXTURE_TASKS
 from tests.openai_stub import serve

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from icae_tui.display.sources import LiveSource, ReplaySource
 from icae_tui.domain.events import AgentOutput
-from icae_tui.runlog import RunLog
+from icae_tui.runs.log import RunLog
 from tests.ui.helpers import recorded_run, started
 
 

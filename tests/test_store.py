@@ -1,9 +1,9 @@
-"""The run store (icae_tui/store.py): a run's events stored and loaded as they were, and the
+"""The run store (icae_tui/store/database.py): a run's events stored and loaded as they were, and the
 report built from them."""
 
 from icae_tui.domain.events import CaseFinished, QuestionAnswered, QuestionAsked, RunStarted
 from icae_tui.domain.results import CaseResult, Verdict
-from icae_tui.report import build_report
+from icae_tui.results.report import build_report
 
 
 def test_store_round_trip_and_report(store):

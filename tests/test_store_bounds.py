@@ -2,15 +2,13 @@
 
 Side effects per case are capped with a true count and a digest; questions past the budget
 are counted, not stored one by one; past the run's bound, low-value events are counted and
-the events that decide the result are still stored. See icae_tui/bounds.py for the bound.
+the events that decide the result are still stored. See icae_tui/store/bounds.py for the bound.
 """
 
 from __future__ import annotations
 
 import json
 
-from icae_tui import bounds
-from icae_tui.bounds import MAX_RUN_BYTES, droppable
 from icae_tui.domain.events import (
     AgentOutput,
     CaseFinished,
@@ -29,9 +27,12 @@ from icae_tui.domain.events import (
 from icae_tui.domain.results import CaseResult, Score, SideRun, Verdict
 from icae_tui.domain.task import Level
 from icae_tui.evaluation.verdict import same_effects
-from icae_tui.report import build_report
-from icae_tui.run import Run, RunConfig
+from icae_tui.results.report import build_report
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 from icae_tui.sandbox.effects import CHANGES_CAP, CHANGES_JSON_CAP, to_file_changes
+from icae_tui.store import bounds
+from icae_tui.store.bounds import MAX_RUN_BYTES, droppable
 from icae_tui.users.channel import MAX_QUESTION_CHARS, budget_spent_text
 from icae_tui.users.metrics import interaction_metrics
 
@@ -236,7 +237,7 @@ def _summaries() -> list[Event]:
 def test_headless_prints_the_summaries():
     import io
 
-    from icae_tui.headless import PlainPrinter
+    from icae_tui.display.plain import PlainPrinter
 
     out = io.StringIO()
     printer = PlainPrinter(out)
@@ -253,7 +254,7 @@ def test_headless_prints_the_summaries():
 async def test_console_shows_the_summaries_and_capped_changes(store):
     from textual.widgets import Static
 
-    from icae_tui.catalog import Catalog
+    from icae_tui.catalog.loader import Catalog
     from icae_tui.ui.app import IcaeApp
     from icae_tui.ui.screens.dialogs import side_text
     from icae_tui.ui.screens.run import RunScreen

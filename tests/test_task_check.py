@@ -1,4 +1,4 @@
-"""`icae tasks check`'s data checks and its command line (icae_tui/task_check.py, cli.py), with
+"""`icae tasks check`'s data checks and its command line (icae_tui/catalog/check.py, cli/root.py), with
 no engine: the oracle's part is tests/integration/test_tasks_check.py."""
 
 from __future__ import annotations
@@ -7,11 +7,7 @@ import json
 import shutil
 from typing import Any, cast
 
-from icae_tui.catalog import load_catalog
-from icae_tui.cli import check_names_as_options, main
-from icae_tui.errors import ImageBuildError
-from icae_tui.sandbox.base import Sandbox, TaskImages
-from icae_tui.task_check import (
+from icae_tui.catalog.check import (
     Kind,
     check_tasks,
     data_problems,
@@ -20,6 +16,10 @@ from icae_tui.task_check import (
     summary_line,
     task_line,
 )
+from icae_tui.catalog.loader import load_catalog
+from icae_tui.cli.root import check_names_as_options, main
+from icae_tui.errors import ImageBuildError
+from icae_tui.sandbox.base import Sandbox, TaskImages
 from tests.task_copies import copy_mini, edit_toml, load_mini
 
 

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 from icae_tui.cli import main
+from icae_tui.cli.teach import Io, run
 from icae_tui.domain.task import Level
-from icae_tui.users.teach_command import Io, run
 from icae_tui.users.teachings import TeachingStatus, load_teachings, teach, teachings_path
 from tests.task_copies import copy_mini, load_mini
 

@@ -14,7 +14,8 @@ import pytest
 from icae_tui.domain.events import Progress, QuestionAnswered, QuestionAsked, RunStarted
 from icae_tui.domain.states import AnsweredBy, RunStatus
 from icae_tui.domain.task import Level
-from icae_tui.run import Run, RunConfig
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 from icae_tui.users.matching import match
 from icae_tui.users.responders import SimulatedUser
 from icae_tui.users.teaching import (

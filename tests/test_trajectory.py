@@ -23,8 +23,8 @@ from icae_tui.domain.events import (
     ScoreUpdated,
 )
 from icae_tui.domain.results import Score
-from icae_tui.store import RunStore
-from icae_tui.trajectory import SCHEMA_VERSION, build_trajectory
+from icae_tui.results.trajectory import SCHEMA_VERSION, build_trajectory
+from icae_tui.store.database import RunStore
 
 
 def _events() -> list:

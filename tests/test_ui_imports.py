@@ -5,8 +5,9 @@ imported, no Textual needed):
   `TYPE_CHECKING`: a cycle there is still two modules that cannot be read apart);
 - none reaches the engine (`icae_tui.evaluation`, `icae_tui.sandbox`): the console drives a
   run through its handle (icae_tui/display/handle.py);
-- of the run (`icae_tui.run`) they take its typed configuration only (`RunConfig`, what run
-  setup returns and the app starts), never the run itself;
+- of the runs (`icae_tui.runs`) they take the typed configuration (`runs/config.py`: what run
+  setup returns and the app starts) and the console's live runs (`runs/kept.py`, behind the
+  run handle), never the orchestrator (`runs/run.py`) or its log;
 - no screen calls the app's own methods unchecked (`# type: ignore`): it posts a message
   (icae_tui/ui/requests.py).
 """
@@ -20,7 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 UI = ROOT / "icae_tui" / "ui"
 ENGINE = ("icae_tui.evaluation", "icae_tui.sandbox")
-RUN_NAMES_ALLOWED = {"RunConfig"}  # from icae_tui.run
+RUNS = "icae_tui.runs"
+RUNS_ALLOWED = {"icae_tui.runs.config", "icae_tui.runs.kept"}
 
 
 def module_name(path: Path) -> str:
@@ -111,8 +113,11 @@ def test_the_console_reaches_no_engine_and_no_run_but_its_config():
             where = f"{name}:{line}"
             if target.startswith(ENGINE):
                 found.append(f"{where} imports {target}")
-            elif target == "icae_tui.run" and set(names) - RUN_NAMES_ALLOWED:
-                found.append(f"{where} imports {sorted(set(names) - RUN_NAMES_ALLOWED)} from it")
+            elif target == RUNS:  # `from icae_tui.runs import x`: each x is a module
+                refused = sorted(f"{RUNS}.{n}" for n in names if f"{RUNS}.{n}" not in RUNS_ALLOWED)
+                found += [f"{where} imports {module}" for module in refused]
+            elif target.startswith(f"{RUNS}.") and ".".join(target.split(".")[:3]) not in RUNS_ALLOWED:
+                found.append(f"{where} imports {target}")
     assert found == []
 
 

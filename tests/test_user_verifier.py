@@ -12,8 +12,8 @@ import pytest
 from aiohttp import web
 
 from icae_tui.agents.config import load_files
+from icae_tui.cli.model_endpoints import EndpointRole, endpoint_config
 from icae_tui.domain.states import AnsweredBy, UserMode
-from icae_tui.model_endpoints import EndpointRole, endpoint_config
 from icae_tui.users.model_user import DirectChat, ModelConfig, ModelUser
 from icae_tui.users.responders import grounded_reply
 from icae_tui.users.verifier import Verdict, Verifier, judge, p_yes

@@ -8,13 +8,13 @@ import io
 import aiodocker
 import pytest
 
+from icae_tui.display.plain import PlainPrinter
 from icae_tui.domain.events import AgentCommandDone
 from icae_tui.domain.results import SideRun, Verdict
 from icae_tui.domain.task import Case, CaseRef, Split, Task, TaskSpec
 from icae_tui.evaluation.differential import EngineLost
 from icae_tui.evaluation.verdict import SideFault, SideOutcome, fault_result, judge
-from icae_tui.headless import PlainPrinter
-from icae_tui.run import _explain_failure
+from icae_tui.runs.run import _explain_failure
 
 TASK = Task(
     spec=TaskSpec.model_validate(

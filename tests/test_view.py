@@ -10,6 +10,7 @@ import io
 
 import pytest
 
+from icae_tui.display.plain import PlainPrinter
 from icae_tui.display.sources import ReplaySource
 from icae_tui.display.view import TRACE_KEEP, RunView
 from icae_tui.domain.events import (
@@ -24,9 +25,8 @@ from icae_tui.domain.events import (
     ResponderChanged,
     RunFinished,
 )
-from icae_tui.headless import PlainPrinter
-from icae_tui.report import build_report
-from icae_tui.store import RunStore
+from icae_tui.results.report import build_report
+from icae_tui.store.database import RunStore
 from tests.ui.helpers import (
     CASE_IDS,
     PATTERNS,

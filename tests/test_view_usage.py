@@ -8,11 +8,11 @@ import io
 import pytest
 
 from icae_tui.display import wording as w
+from icae_tui.display.plain import PlainPrinter
 from icae_tui.display.view import RunView
 from icae_tui.domain.agent import Limits
 from icae_tui.domain.events import AgentStopped, ModelCallMade, PhaseChanged, RunFinished
 from icae_tui.domain.states import StopReason
-from icae_tui.headless import PlainPrinter
 from tests.ui.helpers import MODEL_LIMITS, model_run, stamp, started
 
 ALL = Limits(max_steps=50, max_seconds=1800, max_model_calls=100, max_tokens=200_000,

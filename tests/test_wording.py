@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 
 from icae_tui.display import wording as w
+from icae_tui.display.plain import PlainPrinter
 from icae_tui.display.view import RunView
 from icae_tui.display.wording import ended_notice
 from icae_tui.domain.events import (
@@ -24,8 +25,7 @@ from icae_tui.domain.results import CaseResult, Score, SplitScore, Verdict
 from icae_tui.domain.task import Split
 from icae_tui.evaluation.scoring import score
 from icae_tui.evaluation.verdict import build_error_result, judge
-from icae_tui.headless import PlainPrinter
-from icae_tui.store import RunStore
+from icae_tui.store.database import RunStore
 from tests.test_verdict import REF, TASK, side
 from tests.ui.helpers import score as shown
 
@@ -117,7 +117,8 @@ def test_a_run_that_ends_without_a_score_shows_its_figures_as_partial():
 
 
 async def test_a_run_that_scored_nothing_is_stored_without_an_overall(fixture_catalog, tmp_path):
-    from icae_tui.run import Run, RunConfig, RunOutcome
+    from icae_tui.runs.config import RunConfig
+    from icae_tui.runs.run import Run, RunOutcome
 
     store = RunStore(tmp_path / "runs.db")
     run = Run(RunConfig(task=fixture_catalog.tasks["mini"]), store)

@@ -39,10 +39,10 @@ from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from icae_tui.agents.constrain import ReplyConstraint
-from icae_tui.documents import TooDeep, load_toml
 from icae_tui.domain.agent import Limits, ModelNeed, WireApi
 from icae_tui.domain.states import UserMode
-from icae_tui.endpoint_urls import url_problem
+from icae_tui.util.documents import TooDeep, load_toml
+from icae_tui.util.endpoint_urls import url_problem
 
 DEFAULTS_FILE = Path(__file__).with_name("defaults.toml")
 

@@ -13,7 +13,7 @@ import aiohttp
 from icae_tui.agents.base import OnDelta
 from icae_tui.domain.agent import AgentStop
 from icae_tui.domain.states import StopReason
-from icae_tui.safe_text import lines as text_lines
+from icae_tui.util.safe_text import lines as text_lines
 
 URL = "http://gateway/v1/chat/completions"  # the host part is ignored on a Unix socket
 

@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 
 from icae_tui.agents.base import AgentContext, AgentError, AgentNeeds, Limits
-from icae_tui.catalog import TaskError, load_solution, solution_path
+from icae_tui.catalog.loader import TaskError, load_solution, solution_path
 from icae_tui.domain.solution import Ask, RunCommand, Say, Solution, Submit, Write
 from icae_tui.domain.task import Task
 

@@ -2,7 +2,7 @@
 when the batch has more than one of them), one column per agent, and in each cell what that
 pairing's repeats came to — pending `·`, running `▶ 1/2` (repeats done of all; `?` when one
 waits on the operator), done `✔ 78.7%` (the mean overall, `×2` for repeats), failed `✘ kind`
-(report.py's outcome kinds: a completed run whose build failed is `delivery`).
+(results/report.py's outcome kinds: a completed run whose build failed is `delivery`).
 
 Pure: the screen tells it each item's news (`set`) and redraws the cell it names."""
 
@@ -15,8 +15,8 @@ from icae_tui.batch.plan import BatchItem, ItemProgress, ItemState
 from icae_tui.batch.report import OutcomeKind, outcome_kind
 from icae_tui.domain.events import Event
 from icae_tui.domain.states import AnsweredBy
-from icae_tui.run_summary import summarize
-from icae_tui.safe_text import printable
+from icae_tui.results.summary import summarize
+from icae_tui.util.safe_text import printable
 
 Pairing = tuple[str, str, str, str]  # task, agent, level, responder (BatchItem.pairing)
 PENDING, RUNNING, DONE, FAILED, WAITING = "·", "▶", "✔", "✘", "?"

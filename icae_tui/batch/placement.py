@@ -17,10 +17,11 @@ from icae_tui.batch.plan import BatchItem
 from icae_tui.display.sources import LiveRun
 from icae_tui.domain.task import Task
 from icae_tui.errors import IcaeError
-from icae_tui.run import Run, RunConfig, RunOutcome
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run, RunOutcome
 from icae_tui.sandbox.base import Sandbox
 from icae_tui.sandbox.registry import open_sandbox
-from icae_tui.store import RunStore
+from icae_tui.store.database import RunStore
 
 
 class PlacementDown(IcaeError):

@@ -15,7 +15,7 @@ from enum import StrEnum
 from icae_tui.display.view import RunView
 from icae_tui.display.wording import pct
 from icae_tui.domain.events import RunFinished
-from icae_tui.safe_text import printable
+from icae_tui.util.safe_text import printable
 
 ERROR_LIMIT = 80  # characters of a failed lane's error in the banner
 

@@ -1,6 +1,6 @@
 """A batch's report, from the store alone: every item's state and the kind of its outcome,
 and per pairing (task × agent × level × responder) each figure's mean and spread over its
-repeats (repeats.py's formulas: mean, sample sd, min–max, 95 % t-interval). Run ids and
+repeats (results/repeats.py's formulas: mean, sample sd, min–max, 95 % t-interval). Run ids and
 times are kept apart (`runs`), so two batches of the same spec — one resumed after a
 `kill -9`, one not — give the same `pairings`, `states` and `outcomes`.
 
@@ -25,11 +25,11 @@ from icae_tui.batch.plan import BatchItem, ItemProgress, ItemState
 from icae_tui.batch.store import BatchRow, BatchStore
 from icae_tui.domain.events import AgentStopped, Event
 from icae_tui.domain.states import FailureKind, RunStatus, StopReason
-from icae_tui.repeats import Repeat, summary
-from icae_tui.reports import svg
-from icae_tui.reports.html import CSS
-from icae_tui.reports.text import h, md, xml_line
-from icae_tui.run_summary import summarize
+from icae_tui.results.formats import svg
+from icae_tui.results.formats.html import CSS
+from icae_tui.results.formats.text import h, md, xml_line
+from icae_tui.results.repeats import Repeat, summary
+from icae_tui.results.summary import summarize
 
 REPORT_VERSION = 1
 AGENT_STOPS = frozenset({StopReason.AGENT_ERROR, StopReason.BOX_DIED})

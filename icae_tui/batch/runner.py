@@ -36,7 +36,8 @@ from icae_tui.batch.store import BatchStatus, BatchStore
 from icae_tui.domain.states import FailureKind, ResponderMode, RunStatus
 from icae_tui.domain.task import Level, Task
 from icae_tui.errors import IcaeError
-from icae_tui.run import RunConfig, RunOutcome
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import RunOutcome
 
 log = logging.getLogger(__name__)
 

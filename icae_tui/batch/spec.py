@@ -38,10 +38,10 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from icae_tui.agents.config import key_lines, locate
-from icae_tui.documents import TooDeep, load_toml
 from icae_tui.domain.states import ResponderMode
 from icae_tui.domain.task import Level
 from icae_tui.errors import ConfigError
+from icae_tui.util.documents import TooDeep, load_toml
 
 Count = Annotated[int, Field(strict=True, ge=1)]
 NonEmpty = Annotated[str, Field(strict=True, min_length=1)]

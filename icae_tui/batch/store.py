@@ -20,8 +20,8 @@ from enum import StrEnum
 
 from icae_tui.batch.plan import BatchItem
 from icae_tui.batch.spec import BatchSpec
-from icae_tui.owners import owner_gone, this_host
-from icae_tui.store import RunRow, RunStore
+from icae_tui.store.database import RunRow, RunStore
+from icae_tui.util.owners import owner_gone, this_host
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS batches (

@@ -22,8 +22,8 @@ from rich.progress import (
 from icae_tui.batch.counts import BatchCounts
 from icae_tui.batch.plan import ItemState
 from icae_tui.batch.runner import BatchMessage, BatchRunner, BatchUpdate, ItemFinished, ItemStarted
-from icae_tui.headless import PlainPrinter
-from icae_tui.safe_text import printable
+from icae_tui.display.plain import PlainPrinter
+from icae_tui.util.safe_text import printable
 
 
 class BatchPrinter:

@@ -33,9 +33,10 @@ from icae_tui.domain.events import (
     parse_event,
 )
 from icae_tui.domain.states import FailureKind, ResponderMode, RunStatus
-from icae_tui.run import RunConfig, RunOutcome, new_run_id
-from icae_tui.runlog import RunLog
-from icae_tui.store import RunStore
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.log import RunLog
+from icae_tui.runs.run import RunOutcome, new_run_id
+from icae_tui.store.database import RunStore
 
 log = logging.getLogger(__name__)
 

@@ -23,16 +23,17 @@ from pathlib import Path
 from typing import Any
 
 from icae_tui.batch.placement import Preparing, get_ready
-from icae_tui.catalog import load_task
+from icae_tui.catalog.loader import load_task
 from icae_tui.cluster.shipping import pack, unpack
 from icae_tui.domain.events import Event
 from icae_tui.domain.states import ResponderMode
 from icae_tui.domain.task import Level, Task
 from icae_tui.errors import IcaeError
-from icae_tui.owners import owner_gone
-from icae_tui.run import Run, RunConfig, RunOutcome
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run, RunOutcome
 from icae_tui.sandbox.registry import DEFAULT_ENGINE, open_sandbox
-from icae_tui.store import RunStore
+from icae_tui.store.database import RunStore
+from icae_tui.util.owners import owner_gone
 
 ENGINE_ENV = "ICAE_ENGINE"  # a node's engine: a backend or an engines-file entry
 EVENTS_AT_ONCE = 500  # per answer to the head's poll

@@ -32,8 +32,8 @@ from icae_tui.batch.plan import BatchItem
 from icae_tui.cluster.mirror import NodeHandle, NodeLost, NodeRun
 from icae_tui.cluster.shipping import pack
 from icae_tui.errors import IcaeError
-from icae_tui.run import RunConfig
-from icae_tui.store import RunStore
+from icae_tui.runs.config import RunConfig
+from icae_tui.store.database import RunStore
 
 ENGINE_RESOURCE = "icae_engine"
 ANSWER_PATIENCE_S = 60.0  # for a node's quick calls (describe, ping, commands)

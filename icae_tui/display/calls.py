@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from icae_tui.display.wording import Seg, count, money
 from icae_tui.domain.events import ModelCallMade
-from icae_tui.safe_text import lines as text_lines
-from icae_tui.safe_text import printable
+from icae_tui.util.safe_text import lines as text_lines
+from icae_tui.util.safe_text import printable
 
 if TYPE_CHECKING:
     from icae_tui.gateway.models import ModelCall

@@ -4,7 +4,7 @@ for a `DiagnosticsMade` event. Names from the delivery are made printable."""
 from __future__ import annotations
 
 from icae_tui.domain.diagnostics import CriticScore, Diagnostics
-from icae_tui.safe_text import printable
+from icae_tui.util.safe_text import printable
 
 PREFIX = "diagnostics: "
 

@@ -10,7 +10,7 @@ import difflib
 from dataclasses import dataclass
 from enum import StrEnum
 
-from icae_tui.safe_text import lines, printable
+from icae_tui.util.safe_text import lines, printable
 
 MAX_LINES = 2000
 MAX_LINE_CHARS = 400

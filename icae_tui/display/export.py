@@ -13,9 +13,9 @@ from pathlib import Path
 
 from icae_tui.display.view import RunView
 from icae_tui.domain.events import Event
-from icae_tui.report import write_report
-from icae_tui.safe_text import printable
-from icae_tui.trajectory import build_trajectory
+from icae_tui.results.report import write_report
+from icae_tui.results.trajectory import build_trajectory
+from icae_tui.util.safe_text import printable
 
 REPORT_FILE = "report.json"
 TRAJECTORY_FILE = "trajectory.json"

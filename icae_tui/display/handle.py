@@ -10,7 +10,7 @@ the handle (`case_context`): the case as the run has it, and the kept delivery o
 is none.
 
 The kept delivery's engine work is not here: a live source is given a `Keep` that turns the
-run's outcome into a `KeptDelivery` (`icae_tui/kept.py`, the one module that talks to the
+run's outcome into a `KeptDelivery` (`icae_tui/runs/kept.py`, the one module that talks to the
 engine's re-run). Nothing here imports Textual, the engine or the run.
 """
 
@@ -80,7 +80,7 @@ class ShellCommand:
 
 
 class KeptDelivery(Protocol):
-    """A completed live run's frozen delivery, kept with its oracle (`icae_tui/kept.py`)."""
+    """A completed live run's frozen delivery, kept with its oracle (`icae_tui/runs/kept.py`)."""
 
     @property
     def label(self) -> str:
@@ -103,7 +103,7 @@ class KeptDelivery(Protocol):
 
 
 class Outcome(Protocol):
-    """What a live run's work returns (`icae_tui.run.RunOutcome`), as the console reads it."""
+    """What a live run's work returns (`icae_tui.runs.run.RunOutcome`), as the console reads it."""
 
     @property
     def run_id(self) -> str: ...

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from icae_tui.domain.results import CaseResult, LadderMetric, MetricKind, MetricSpec
-from icae_tui.safe_text import printable
+from icae_tui.util.safe_text import printable
 
 Seg = tuple[str, str]  # (text, style hint), as in wording
 

@@ -23,8 +23,8 @@ from icae_tui.display.handle import Capability, RunHandle
 from icae_tui.display.view import RunView
 from icae_tui.domain.events import QuestionAsked
 from icae_tui.domain.states import Phase, ResponderMode, RunStatus
-from icae_tui.safe_text import printable
 from icae_tui.users.responders import MODES
+from icae_tui.util.safe_text import printable
 
 CRASH_LIMIT = 500  # characters of the error in the status line (the notification has more)
 CRASH_NOTICE_LIMIT = 4000

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from icae_tui.display.view import CaseRow
 from icae_tui.domain.results import Verdict
-from icae_tui.safe_text import printable
+from icae_tui.util.safe_text import printable
 
 PLANNED = "planned"  # the sort of the run's own order
 SORTS = (PLANNED, "case", "pattern", "verdict", "reason", "oracle", "delivery")

@@ -9,7 +9,7 @@ executes (a batch's: `AttachedSource`) is live too, but its work is not the disp
 display is given what the run stored so far, then follows it, and takes its commands.
 
 A live run keeps its own record of them (a `Run`'s `RunLog`, within the run's bound,
-icae_tui/bounds.py): the source hands that out and keeps no second list, which would grow
+icae_tui/store/bounds.py): the source hands that out and keeps no second list, which would grow
 with every event of an unbounded trace. Only a run without a log (a test double) has its
 events kept by the source.
 """
@@ -66,7 +66,7 @@ def first_start(events: Iterable[Event]) -> RunStarted | None:
 
 
 class RunRecord(Protocol):
-    """What a run keeps of its events (`icae_tui.runlog.RunLog`)."""
+    """What a run keeps of its events (`icae_tui.runs.log.RunLog`)."""
 
     @property
     def events(self) -> list[Event]:
@@ -74,7 +74,7 @@ class RunRecord(Protocol):
 
 
 class LiveRun(Protocol):
-    """What a live source needs of a Run (`icae_tui.run.Run`, or a test double; a run may
+    """What a live source needs of a Run (`icae_tui.runs.run.Run`, or a test double; a run may
     also have a `log`, a `RunRecord`)."""
 
     run_id: str
@@ -100,7 +100,7 @@ class LiveSource:
         keep: Keep | None = None,
     ) -> None:
         """`task`: the run's own (its cases, for the case detail); `keep`: how the run's
-        outcome keeps its delivery (`icae_tui/kept.py`; None: it keeps none)."""
+        outcome keeps its delivery (`icae_tui/runs/kept.py`; None: it keeps none)."""
         self.run = run
         self.run_id = run.run_id
         self.label = f"run {run.run_id} · starting…"

@@ -22,7 +22,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 
-from icae_tui.claims import ClaimsCheck, claims_line, claims_of
 from icae_tui.display import wording as w
 from icae_tui.display.diagnostics import diagnostics_lines
 from icae_tui.domain.agent import Limits
@@ -68,8 +67,9 @@ from icae_tui.domain.states import (
     StopReason,
     Stream,
 )
-from icae_tui.safe_text import printable
+from icae_tui.results.claims import ClaimsCheck, claims_line, claims_of
 from icae_tui.users.metrics import InteractionMetrics, interaction_metrics
+from icae_tui.util.safe_text import printable
 
 MODEL_AGENT_PREFIX = "model:"  # the built-in model agent: one model call a step
 STREAMED: Final = "said"  # the pseudo-stream of the agent's streamed text, completed like output
@@ -179,7 +179,7 @@ class RunView:
     metric_specs: tuple[MetricSpec, ...] = LADDER_METRICS  # each case's, as the run planned
     score: Score | None = None
     score_partial: bool = False  # the run ended without a score: `score` is what was measured
-    # the agent's completion claims read against the final score (claims.py)
+    # the agent's completion claims read against the final score (results/claims.py)
     claims: ClaimsCheck | None = None
     # diagnostics beyond tests (structure, API signature, rules, critic, review score)
     diagnostics: Diagnostics | None = None

@@ -45,8 +45,8 @@ from icae_tui.domain.results import (
 )
 from icae_tui.domain.states import AnsweredBy, ModelRole, Phase, ResponderMode, RunStatus, Stream
 from icae_tui.domain.task import Split
-from icae_tui.safe_text import printable
 from icae_tui.users.metrics import InteractionMetrics
+from icae_tui.util.safe_text import printable
 
 Seg = tuple[str, str]  # (text, style hint)
 
@@ -466,7 +466,7 @@ def score_segments(score: Score | None, *, partial: bool = False, claims: int = 
     has counted (`Score.measured`): unknown is not zero. `partial`: the run ended without a
     score (cancelled, failed); what was measured is shown as partial, beside the "—".
     `claims`: how many of the agent's completion claims the results contradict
-    (claims.py), said right after macro — and the review score's combined figure, once the
+    (results/claims.py), said right after macro — and the review score's combined figure, once the
     diagnostics made it — so a narrow screen keeps it."""
     if score is None:
         return [("score: " + UNKNOWN, "muted")]

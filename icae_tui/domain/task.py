@@ -35,7 +35,7 @@ class Split(StrEnum):
 
 
 # Every text of a task is bounded, ample for real tasks: the title goes into the catalog's
-# cache and every run's first event (with the PRD: icae_tui/bounds.py counts that frame), and
+# cache and every run's first event (with the PRD: icae_tui/store/bounds.py counts that frame), and
 # `icae tasks` prints it. The files' own sizes are bounded where the catalog reads them.
 NAME_CHARS = 200  # a title, a language, a name, a path
 TEXT_CHARS = 4_000  # a summary, a note

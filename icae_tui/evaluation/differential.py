@@ -38,7 +38,7 @@ from icae_tui.evaluation.verdict import (
     SideFault,
     invocation,
 )
-from icae_tui.evaluation.verdict import (  # re-exported: run.py imports it from here
+from icae_tui.evaluation.verdict import (  # re-exported: runs/run.py imports it from here
     build_error_result as build_error_result,
 )
 from icae_tui.sandbox.base import CaseCall, CasePath, CasePool, Limits, Role, Sandbox

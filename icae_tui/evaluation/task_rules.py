@@ -21,9 +21,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 
-from icae_tui.documents import load_json
 from icae_tui.domain.diagnostics import RulesCheck, RuleViolation
 from icae_tui.domain.task import RulesSpec
+from icae_tui.util.documents import load_json
 
 _PY = (
     re.compile(r"^\s*import\s+([\w.]+(?:\s*,\s*[\w.]+)*)", re.M),

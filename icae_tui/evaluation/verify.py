@@ -33,7 +33,7 @@ def first_difference(stored: str, oracle: str) -> str:
     """Where a stored output and the oracle's differ, for a reader: both whole when short;
     else their lengths, the first differing character's index and each one's window there
     (a cut at a fixed length showed two equal prefixes when the difference lay further on).
-    Starts with "stored" and holds no "; " of its own (task_check.py picks it out so)."""
+    Starts with "stored" and holds no "; " of its own (catalog/check.py picks it out so)."""
     if len(stored) <= WHOLE and len(oracle) <= WHOLE:
         return f"stored {stored!r}, oracle {oracle!r}"
     at = next((i for i, (a, b) in enumerate(zip(stored, oracle, strict=False)) if a != b),

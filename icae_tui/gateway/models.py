@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from icae_tui.domain.agent import WireApi as WireApi  # re-exported: the gateway's API
 from icae_tui.domain.states import ModelRole
-from icae_tui.safe_text import lines as text_lines
+from icae_tui.util.safe_text import lines as text_lines
 
 BODY_CAP = 256 * 1024  # characters kept of each request/response body in a ModelCall
 

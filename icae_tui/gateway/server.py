@@ -49,8 +49,8 @@ from icae_tui.gateway.upstream import (
     UpstreamResponse,
     UpstreamUnreachable,
 )
-from icae_tui.safe_text import lines as text_lines
 from icae_tui.sandbox.base import Channel
+from icae_tui.util.safe_text import lines as text_lines
 
 SOCKET_NAME = "model.sock"
 FOLDER_PREFIX = "icae-model-"  # then `<owner pid>-`, as the clarification socket's folder

@@ -7,5 +7,6 @@ modules each do one part: where things are in the tree (`icae_layout`), reading 
 through (`icae_contract`), a task's files (`icae_task`), what the import kept of the source
 (`icae_origin`), JSON as the source wrote it (`json_format`), task.toml's text (`toml_text`),
 writing a folder so that a re-import changes nothing (`folder_sync`), the located problems
-(`problems`) and the commands (`commands`). No Textual here, and nothing here runs a box.
+(`problems`); the commands that drive them are `icae_tui/cli/importers.py`. No Textual here,
+and nothing here runs a box.
 """

@@ -53,7 +53,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-from icae_tui.catalog import TaskError, load_task
+from icae_tui.catalog.loader import TaskError, load_task
 from icae_tui.domain.outcome import SideOutcome
 from icae_tui.domain.runtimes import Release, runtime_problem
 from icae_tui.domain.task import (
@@ -74,8 +74,8 @@ from icae_tui.importers.json_format import OURS, dump
 from icae_tui.importers.operator_edits import Edits, Found, Listed, read_edits
 from icae_tui.importers.problems import Problem, Severity, errors_in, field_path
 from icae_tui.importers.toml_text import TomlValue, toml_table
-from icae_tui.safe_text import printable
 from icae_tui.sandbox.docker.requires import debian_clients
+from icae_tui.util.safe_text import printable
 
 SANITIZER_PROGRAM = "sanitizer/icae_sanitize.py"
 SEED = 20260101  # every import's cases, unless --seed says otherwise

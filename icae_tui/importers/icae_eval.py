@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from icae_tui.catalog import TaskError, load_task
+from icae_tui.catalog.loader import TaskError, load_task
 from icae_tui.domain.task import Reference
 from icae_tui.errors import ConfigError
 from icae_tui.importers.folder_sync import Change, sync_folder

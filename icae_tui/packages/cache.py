@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from icae_tui.store import default_home
+from icae_tui.store.database import default_home
 
 CACHE_ENV = "ICAE_PACKAGE_CACHE"
 

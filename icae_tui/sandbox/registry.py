@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from icae_tui.documents import TooDeep, load_toml
 from icae_tui.errors import ConfigError
 from icae_tui.sandbox.base import Sandbox
+from icae_tui.util.documents import TooDeep, load_toml
 
 Factory = Callable[[dict[str, Any]], Awaitable[Sandbox]]
 UNSAFE_VAR = "ICAE_ALLOW_UNSAFE_BACKEND"

@@ -13,12 +13,12 @@ from typing import Any, ClassVar
 from textual.binding import Binding, BindingType
 from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
-from icae_tui.catalog import Catalog
+from icae_tui.catalog.loader import Catalog
 from icae_tui.domain.task import Task
-from icae_tui.kept import console_source
 from icae_tui.local_models.server import SERVERS
-from icae_tui.run import RunConfig
-from icae_tui.store import RunStore
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.kept import console_source
+from icae_tui.store.database import RunStore
 from icae_tui.ui.kept import KeptDeliveries
 from icae_tui.ui.keymap import keyed
 from icae_tui.ui.presenting import PresentingApp

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from icae_tui.documents import TooDeep, load_toml
+from icae_tui.util.documents import TooDeep, load_toml
 
 SETTINGS_FILE = "settings.toml"
 KEYMAP_FILE = "keymap.toml"

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from icae_tui.display.wording import Seg, score_segments
 from icae_tui.domain.results import Score, Verdict
-from icae_tui.safe_text import printable
+from icae_tui.util.safe_text import printable
 
 VERDICT_STYLES: dict[str, str] = {
     Verdict.ACCEPTED: "bold green",

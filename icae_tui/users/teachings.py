@@ -33,9 +33,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
-from icae_tui.documents import TooDeep, load_json
 from icae_tui.domain.task import Level
 from icae_tui.errors import ConfigError
+from icae_tui.util.documents import TooDeep, load_json
 
 TEACHINGS_FILE = "teachings.jsonl"  # in the task's user_agent/ folder
 MAX_PHRASE_CHARS = 500

@@ -9,12 +9,12 @@ import json
 
 import pytest
 
-from icae_tui.catalog import load_catalog
+from icae_tui.catalog.check import data_problems
+from icae_tui.catalog.loader import load_catalog
 from icae_tui.importers import cli_tool_bench as ctb
 from icae_tui.importers.cli_tool_bench import FuzzJob, FuzzRun
 from icae_tui.importers.icae_eval import Outcome
 from icae_tui.importers.problems import Severity
-from icae_tui.task_check import data_problems
 from tests.importers.ctb_tree import COWSAY, MOO, build_tree
 
 START = "run_differential_test/repo/acme/moo/start.py"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from icae_tui.catalog import load_catalog, load_task
+from icae_tui.catalog.loader import load_catalog, load_task
 from icae_tui.cli import main
 from icae_tui.domain.outcome import SideOutcome
 from icae_tui.domain.results import SideRun
@@ -153,7 +153,7 @@ def test_hostile_or_broken_output_is_located_and_writes_nothing(
 
 
 def test_the_command_line_says_what_each_tool_needs(tree, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("icae_tui.importers.commands.fuzz_in_a_box", Box({}))
+    monkeypatch.setattr("icae_tui.cli.importers.fuzz_in_a_box", Box({}))
     argv = ["--tasks", str(tmp_path / "tasks"), "tasks", "import", "cli-tool-bench", str(tree)]
     assert main([*argv, "--tool", REV]) == 1
     out = capsys.readouterr().out.splitlines()

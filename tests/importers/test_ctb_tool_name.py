@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from icae_tui.catalog import load_catalog
+from icae_tui.catalog.loader import load_catalog
+from icae_tui.cli.importers import print_import
 from icae_tui.importers import cli_tool_bench as ctb
 from icae_tui.importers.cli_tool_bench import Declared, FuzzCase, FuzzJob, FuzzRun
-from icae_tui.importers.commands import print_import
 from icae_tui.importers.icae_eval import Outcome
 from icae_tui.importers.problems import Severity
 from tests.importers.ctb_tree import COWSAY, MOO, REV, build_tree, checkout

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from icae_tui.catalog import load_catalog
+from icae_tui.catalog.loader import load_catalog
 from icae_tui.importers.icae_eval import Outcome, import_tree
 from icae_tui.importers.icae_export import export_tasks, origin_of
 from icae_tui.importers.json_format import ICAE, JsonFormat, detect, dump

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from icae_tui.catalog import load_catalog
+from icae_tui.catalog.loader import load_catalog
 from icae_tui.domain.task import Level, OriginSource, Reference, Split
 from icae_tui.errors import ConfigError
 from icae_tui.importers.icae_contract import CONTRACT, TOOL

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from icae_tui.catalog import load_catalog
+from icae_tui.catalog.loader import load_catalog
 from icae_tui.domain.task import Split
 from icae_tui.importers.icae_eval import Outcome, import_tree
 from icae_tui.importers.icae_layout import Layout

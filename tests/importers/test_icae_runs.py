@@ -11,14 +11,15 @@ import os
 import pytest
 import yaml
 
-from icae_tui.catalog import load_catalog
+from icae_tui.catalog.loader import load_catalog
 from icae_tui.domain.events import CasesPlanned
 from icae_tui.domain.results import Verdict
 from icae_tui.domain.states import RunStatus
 from icae_tui.domain.task import Reference
 from icae_tui.importers.icae_contract import TOOL
 from icae_tui.importers.icae_eval import import_tree
-from icae_tui.run import Run, RunConfig
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 from icae_tui.sandbox import registry
 from tests.importers.icae_tree import TOOL as TOOL_SOURCE
 from tests.importers.icae_tree import build_tree, oracle_solution

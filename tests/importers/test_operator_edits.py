@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from icae_tui.catalog import load_catalog
+from icae_tui.catalog.loader import load_catalog
 from icae_tui.importers import cli_tool_bench as ctb
 from icae_tui.importers import icae_eval
 from icae_tui.importers.cli_tool_bench import FuzzJob, FuzzRun

@@ -13,7 +13,8 @@ import pytest
 
 from icae_tui.domain.events import AgentCommandDone, AgentStopped, BuildChecked
 from icae_tui.domain.states import RunStatus, StopReason
-from icae_tui.run import Run, RunConfig
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 from tests.task_copies import add_solution, copy_mini, edit_toml, good_step, load_mini
 
 pytestmark = pytest.mark.docker

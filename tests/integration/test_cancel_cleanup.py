@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from icae_tui.domain.events import CaseFinished, Event, PhaseChanged, QuestionAsked
-from icae_tui.run import Run, RunConfig
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 from icae_tui.sandbox.docker.engine import connect
 
 pytestmark = pytest.mark.docker

@@ -21,7 +21,8 @@ import pytest
 from icae_tui.domain.results import CaseResult, SideRun
 from icae_tui.domain.task import Case, Level, Task
 from icae_tui.evaluation.differential import Evaluator, Sides
-from icae_tui.run import Run, RunConfig
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 from icae_tui.sandbox.base import CasePath
 from icae_tui.sandbox.docker.backend import DockerSandbox
 from icae_tui.sandbox.docker.sides import SidePool, SideStats

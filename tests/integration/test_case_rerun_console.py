@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from textual.widgets import TextArea
 
-from icae_tui.kept import KeptImages
-from icae_tui.run import RunConfig
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.kept import KeptImages
 from icae_tui.ui.app import IcaeApp
 from icae_tui.ui.screens.case_detail import CaseDetailScreen, EditCaseScreen
 from icae_tui.ui.screens.dialogs import ConfirmScreen

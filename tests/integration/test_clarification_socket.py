@@ -8,7 +8,8 @@ import pytest
 
 from icae_tui.domain.events import AgentOutput, QuestionAnswered, QuestionAsked
 from icae_tui.domain.task import Level
-from icae_tui.run import Run, RunConfig
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 from tests.task_copies import add_solution, copy_mini, good_step, load_mini
 
 pytestmark = pytest.mark.docker

@@ -11,7 +11,8 @@ import aiodocker
 import pytest
 
 from icae_tui.domain.events import AgentStopped, Progress
-from icae_tui.run import Run, RunConfig
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 
 pytestmark = pytest.mark.docker
 

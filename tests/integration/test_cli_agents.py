@@ -28,7 +28,8 @@ from icae_tui.domain.events import (
     QuestionAnswered,
     QuestionAsked,
 )
-from icae_tui.run import Run, RunConfig
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 from tests.integration.test_model_agent import (
     KEY,
     KEY_VAR,

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
+from icae_tui.cli.importers import fuzz_in_a_box as in_a_box
 from icae_tui.importers import cli_tool_bench as ctb
-from icae_tui.importers.commands import fuzz_in_a_box as in_a_box
 from icae_tui.importers.icae_eval import Outcome, TaskImport
 from tests.importers.ctb_tree import BASE_ADAPTER, HEADER
 

@@ -16,11 +16,12 @@ import subprocess
 import pytest
 import yaml
 
-from icae_tui.catalog import load_catalog
+from icae_tui.catalog.loader import load_catalog
 from icae_tui.cli import main
 from icae_tui.domain.results import Verdict
 from icae_tui.domain.states import RunStatus
-from icae_tui.run import Run, RunConfig
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 from icae_tui.sandbox.docker.engine import connect
 from icae_tui.sandbox.docker.images import ensure_task_images
 from tests.importers.ctb_tree import (

@@ -17,11 +17,12 @@ import shutil
 
 import pytest
 
-from icae_tui.catalog import load_catalog
+from icae_tui.catalog.loader import load_catalog
 from icae_tui.domain.events import DiagnosticsMade
 from icae_tui.domain.states import RunStatus
 from icae_tui.domain.task import Level
-from icae_tui.run import Run, RunConfig
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 from icae_tui.sandbox.base import BoxSpec, Role
 from icae_tui.sandbox.registry import open_sandbox
 from icae_tui.sandbox.tree import TreeBounds

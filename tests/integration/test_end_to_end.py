@@ -10,8 +10,9 @@ import pytest
 
 from icae_tui.domain.events import CaseFinished, QuestionAnswered
 from icae_tui.domain.task import Level
-from icae_tui.run import Run, RunConfig
-from icae_tui.trajectory import build_trajectory
+from icae_tui.results.trajectory import build_trajectory
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 from tests.conftest import FIXTURE_TASKS, ROOT
 from tests.task_copies import copy_mini, edit_toml, load_mini
 

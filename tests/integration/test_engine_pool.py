@@ -15,10 +15,10 @@ from icae_tui.batch.plan import ItemState, expand
 from icae_tui.batch.runner import BatchRunner, ItemStarted
 from icae_tui.batch.spec import BatchSpec, EngineSlot
 from icae_tui.batch.store import BatchStatus, BatchStore
-from icae_tui.catalog import load_catalog
+from icae_tui.catalog.loader import load_catalog
 from icae_tui.domain.events import PhaseChanged, RunFinished
 from icae_tui.domain.states import FailureKind, Phase, RunStatus
-from icae_tui.store import RunStore
+from icae_tui.store.database import RunStore
 from tests.conftest import FIXTURE_TASKS
 from tests.integration.second_engine import SecondEngine, second_engine
 

@@ -8,7 +8,8 @@ import pytest
 
 from icae_tui.domain.events import CaseFinished
 from icae_tui.domain.states import RunStatus
-from icae_tui.run import Run, RunConfig
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 from icae_tui.sandbox.docker import cases
 
 pytestmark = pytest.mark.docker

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import pytest
 
+from icae_tui.display.plain import PlainPrinter
 from icae_tui.domain.events import (
     AgentCommandDone,
     AgentOutput,
@@ -25,11 +26,11 @@ from icae_tui.domain.events import (
 from icae_tui.domain.results import CaseResult, Verdict
 from icae_tui.domain.task import Case, CaseRef, Task
 from icae_tui.evaluation.differential import EngineLost, Evaluator
-from icae_tui.headless import PlainPrinter
-from icae_tui.run import Run, RunConfig
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 from icae_tui.sandbox.docker.backend import DockerSandbox
 from icae_tui.sandbox.docker.sides import Box, SidePool
-from icae_tui.store import RunStore
+from icae_tui.store.database import RunStore
 from tests.integration.tool_images import ToolImages, command_task, evaluate
 from tests.task_copies import add_solution, copy_mini, good_step, load_mini
 

@@ -10,12 +10,13 @@ import json
 
 import pytest
 
-from icae_tui.catalog import load_catalog
+from icae_tui.catalog.loader import load_catalog
 from icae_tui.domain.events import PhaseChanged
 from icae_tui.domain.results import Verdict
 from icae_tui.domain.states import Phase, RunStatus
 from icae_tui.importers.icae_eval import Outcome, import_tree
-from icae_tui.run import Run, RunConfig
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 from icae_tui.sandbox.docker.images import BASE_IMAGE
 from tests.importers.icae_tree import TOOL, build_tree, oracle_solution
 from tests.task_copies import add_solution

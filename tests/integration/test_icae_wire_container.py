@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from icae_tui.domain.events import AgentOutput, QuestionAnswered, QuestionAsked, RunStarted
-from icae_tui.run import Run, RunConfig
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 
 pytestmark = pytest.mark.docker
 

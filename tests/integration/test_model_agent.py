@@ -17,6 +17,7 @@ import pytest
 import yaml
 from aiohttp import web
 
+from icae_tui.display.plain import PlainPrinter
 from icae_tui.display.view import RunView
 from icae_tui.domain.events import (
     AgentCommandDone,
@@ -26,9 +27,9 @@ from icae_tui.domain.events import (
     ModelCallMade,
     QuestionAnswered,
 )
-from icae_tui.headless import PlainPrinter
-from icae_tui.run import Run, RunConfig
-from icae_tui.trajectory import build_trajectory
+from icae_tui.results.trajectory import build_trajectory
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 from tests.conftest import FIXTURE_TASKS
 
 pytestmark = pytest.mark.docker

@@ -10,7 +10,8 @@ import shutil
 import pytest
 
 from icae_tui.errors import ImageBuildError
-from icae_tui.run import Run, RunConfig
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 from icae_tui.sandbox.docker.images import tree_links
 from tests.task_copies import copy_mini, edit_toml, load_mini
 

@@ -21,7 +21,8 @@ from icae_tui.domain.events import (
 from icae_tui.domain.states import PackageMode, PackageSource, Phase
 from icae_tui.domain.task import Ecosystem, Level
 from icae_tui.packages import MANIFEST_FILE
-from icae_tui.run import Run, RunConfig
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 from tests.conftest import ROOT
 from tests.task_copies import add_solution, copy_mini, edit_toml, good_step, load_mini
 

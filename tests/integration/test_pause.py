@@ -21,7 +21,8 @@ from icae_tui.domain.events import (
     Event,
     QuestionAsked,
 )
-from icae_tui.run import Run, RunConfig
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 
 pytestmark = pytest.mark.docker
 

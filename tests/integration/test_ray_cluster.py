@@ -21,11 +21,11 @@ from icae_tui.batch.plan import ItemState, expand
 from icae_tui.batch.runner import BatchRunner, ItemStarted
 from icae_tui.batch.spec import BatchSpec
 from icae_tui.batch.store import BatchStatus, BatchStore
-from icae_tui.catalog import load_catalog
+from icae_tui.catalog.loader import load_catalog
 from icae_tui.display.sources import AttachedSource
 from icae_tui.domain.events import Event, QuestionAnswered, QuestionAsked, RunFinished, RunStarted
 from icae_tui.domain.states import AnsweredBy, FailureKind, ResponderMode, RunStatus
-from icae_tui.store import RunStore
+from icae_tui.store.database import RunStore
 from tests.conftest import FIXTURE_TASKS
 from tests.integration.ray_nodes import RayCluster, ray_cluster
 from tests.integration.second_engine import SecondEngine, second_engine

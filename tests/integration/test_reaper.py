@@ -72,7 +72,7 @@ async def test_kill_9_mid_run_then_reap(tmp_path):
 
 
 async def test_ctrl_c_removes_what_the_run_created(tmp_path):
-    from icae_tui.store import RunStore
+    from icae_tui.store.database import RunStore
 
     docker = await connect()
     cmd = [sys.executable, "-m", "icae_tui", "--tasks", str(FIXTURE_TASKS), "--home", str(tmp_path),
@@ -116,8 +116,9 @@ async def _kill_9_in_agent_phase(docker, home) -> int:
 
 
 async def test_kill_9_run_is_interrupted_by_reap_and_by_the_next_start(tmp_path, fixture_catalog):
-    from icae_tui.run import Run, RunConfig
-    from icae_tui.store import RunStore
+    from icae_tui.runs.config import RunConfig
+    from icae_tui.runs.run import Run
+    from icae_tui.store.database import RunStore
 
     docker = await connect()
     try:

@@ -19,7 +19,7 @@ from icae_tui.sandbox.base import BoxSpec, Channel, Role
 from icae_tui.sandbox.docker.backend import DockerSandbox
 from icae_tui.sandbox.docker.images import BASE_IMAGE
 from icae_tui.sandbox.tree import TreeBounds
-from icae_tui.store import RunStore
+from icae_tui.store.database import RunStore
 from icae_tui.users.responders import Reply
 from tests.integration.second_engine import SecondEngine, second_engine
 from tests.task_copies import add_solution, copy_mini, good_step

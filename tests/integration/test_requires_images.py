@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from icae_tui.cli.importers import fuzz_in_a_box
 from icae_tui.importers import cli_tool_bench as ctb
-from icae_tui.importers.commands import fuzz_in_a_box
 from icae_tui.importers.icae_eval import Outcome, TaskImport
 from icae_tui.sandbox.docker.containers import container
 from icae_tui.sandbox.docker.images import ensure_task_images

@@ -7,7 +7,8 @@ import aiodocker
 import pytest
 
 from icae_tui.evaluation.rerun import discard_delivery, edited, rerun_case, shell_argv
-from icae_tui.run import Run, RunConfig
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 
 pytestmark = pytest.mark.docker
 

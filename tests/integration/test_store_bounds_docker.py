@@ -3,7 +3,7 @@
 The delivery's tool creates files in /tmp until the case times out (10⁵ of them per case);
 its results go through a run's emit into the store and into report.json, as in a real run.
 Two more cases create 1,000 files on both sides, the same or with one difference past the
-kept entries: the verdict must still see it. The bound is documented in icae_tui/bounds.py.
+kept entries: the verdict must still see it. The bound is documented in icae_tui/store/bounds.py.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import json
 
 import pytest
 
-from icae_tui.bounds import CASE_BOUND_BYTES
 from icae_tui.domain.events import (
     CaseFinished,
     CasesPlanned,
@@ -25,9 +24,11 @@ from icae_tui.domain.events import (
 from icae_tui.domain.results import CaseResult
 from icae_tui.domain.task import Case, Task
 from icae_tui.evaluation.scoring import score
-from icae_tui.report import write_report
-from icae_tui.run import Run, RunConfig
+from icae_tui.results.report import write_report
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.run import Run
 from icae_tui.sandbox.effects import CHANGES_CAP, CHANGES_JSON_CAP
+from icae_tui.store.bounds import CASE_BOUND_BYTES
 from tests.integration.tool_images import ToolImages, command_task, evaluate
 
 pytestmark = pytest.mark.docker

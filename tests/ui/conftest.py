@@ -14,10 +14,10 @@ import time
 
 import pytest
 
-from icae_tui.catalog import Catalog
+from icae_tui.catalog.loader import Catalog
 from icae_tui.gateway import dump_calls
-from icae_tui.run import MODEL_CALLS_FILE
-from icae_tui.store import RunStore
+from icae_tui.runs.run import MODEL_CALLS_FILE
+from icae_tui.store.database import RunStore
 
 from .helpers import (
     DETAIL_CASE,

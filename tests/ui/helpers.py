@@ -9,7 +9,7 @@ import json
 from textual.command import CommandList, CommandPalette
 from textual.widgets import Static
 
-from icae_tui.catalog import Catalog
+from icae_tui.catalog.loader import Catalog
 from icae_tui.display.view import RunView
 from icae_tui.display.wording import plain
 from icae_tui.domain.agent import Limits
@@ -48,8 +48,8 @@ from icae_tui.domain.results import (
 from icae_tui.domain.states import StopReason
 from icae_tui.domain.task import Level
 from icae_tui.gateway import InfraFailure, ModelCall
-from icae_tui.run import RunOutcome
-from icae_tui.store import RunStore
+from icae_tui.runs.run import RunOutcome
+from icae_tui.store.database import RunStore
 from icae_tui.ui.app import IcaeApp
 from icae_tui.ui.screens.run import RunScreen
 from icae_tui.ui.widgets.trace import SHOWN_ELSEWHERE
@@ -251,7 +251,7 @@ def recorded_run() -> list:
 
 
 class FakeRun:
-    """Enough of `icae_tui.run.Run` for a live source (no config: displays learn everything
+    """Enough of `icae_tui.runs.run.Run` for a live source (no config: displays learn everything
     from the events), with the real desk and clarification channel over the mini task's L1
     records; execute() is scripted per test."""
 

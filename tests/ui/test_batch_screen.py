@@ -20,7 +20,7 @@ from icae_tui.display.handle import Capability
 from icae_tui.domain.events import QuestionAnswered
 from icae_tui.domain.states import AnsweredBy, ResponderMode, RunStatus
 from icae_tui.sandbox import registry
-from icae_tui.store import RunStore
+from icae_tui.store.database import RunStore
 from icae_tui.ui.screens.batch import BatchScreen
 from icae_tui.ui.screens.run import RunScreen
 

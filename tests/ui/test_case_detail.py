@@ -13,7 +13,6 @@ import pytest
 from textual.widget import Widget
 from textual.widgets import Input, Static, TextArea
 
-from icae_tui import kept as kept_module
 from icae_tui.display.handle import NOT_KEPT, STORED, CaseContext
 from icae_tui.display.sources import ReplaySource
 from icae_tui.domain.events import BuildChecked, CaseFinished, CasesPlanned, PhaseChanged
@@ -21,8 +20,9 @@ from icae_tui.domain.results import CaseResult, FileChange, Verdict
 from icae_tui.evaluation import rerun as rerun_core
 from icae_tui.evaluation.differential import Sides
 from icae_tui.evaluation.verdict import judge
-from icae_tui.kept import KeptImages
-from icae_tui.run import RunConfig
+from icae_tui.runs import kept as kept_module
+from icae_tui.runs.config import RunConfig
+from icae_tui.runs.kept import KeptImages
 from icae_tui.sandbox.registry import DEFAULT_ENGINE
 from icae_tui.ui.app import IcaeApp
 from icae_tui.ui.screens.case_detail import CaseDetailScreen, EditCaseScreen

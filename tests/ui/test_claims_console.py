@@ -1,5 +1,5 @@
 """The console's score line counts the agent's contradicted completion claims
-(icae_tui/claims.py) right after macro, so an 80×24 screen keeps it, and the
+(icae_tui/results/claims.py) right after macro, so an 80×24 screen keeps it, and the
 trace says which claim and which figure."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from textual.widgets import Static
 
-from icae_tui.catalog import load_catalog
+from icae_tui.catalog.loader import load_catalog
 from icae_tui.domain.events import (
     CaseFinished,
     PhaseChanged,

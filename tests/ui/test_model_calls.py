@@ -11,8 +11,8 @@ from textual.widgets import DataTable, Static
 from icae_tui.display.sources import LiveSource, ReplaySource
 from icae_tui.domain.events import ModelCallMade, RunFinished
 from icae_tui.gateway import dump_calls
-from icae_tui.run import MODEL_CALLS_FILE, RunOutcome
-from icae_tui.store import RunStore
+from icae_tui.runs.run import MODEL_CALLS_FILE, RunOutcome
+from icae_tui.store.database import RunStore
 from icae_tui.ui.app import IcaeApp
 from icae_tui.ui.screens.model_calls import ModelCallsScreen
 from icae_tui.ui.screens.run import RunScreen

@@ -14,8 +14,8 @@ import pytest
 from textual.color import Color
 from textual.command import CommandPalette
 
-from icae_tui.catalog import Catalog
-from icae_tui.store import RunStore
+from icae_tui.catalog.loader import Catalog
+from icae_tui.store.database import RunStore
 from icae_tui.ui.app import IcaeApp
 from icae_tui.ui.commands import key_rows
 from icae_tui.ui.keymap import KNOWN, action_id, keyed, normalise_key, parse_keymap

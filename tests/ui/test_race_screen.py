@@ -15,16 +15,16 @@ import pytest
 import yaml
 
 from icae_tui.batch.plan import expand
-from icae_tui.batch.race import race_spec
 from icae_tui.batch.race_standing import Lane, LaneState, Standing, lane_names
 from icae_tui.batch.runner import BatchRunner
 from icae_tui.batch.store import BatchStatus, BatchStore
-from icae_tui.catalog import load_catalog
+from icae_tui.catalog.loader import load_catalog
+from icae_tui.cli.race import race_spec
 from icae_tui.domain.events import QuestionAnswered, QuestionAsked, ResponderChanged, RunFinished
 from icae_tui.domain.results import Score
 from icae_tui.domain.states import AnsweredBy, FailureKind, RunStatus
 from icae_tui.sandbox import registry
-from icae_tui.store import RunStore
+from icae_tui.store.database import RunStore
 from icae_tui.ui.screens.race import RaceScreen
 from icae_tui.ui.screens.run import RunScreen
 from icae_tui.ui.widgets.race_lane import RaceLane

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from textual.widgets import DataTable, Input, Static
 
-from icae_tui import recordings
-from icae_tui.catalog import Catalog
+from icae_tui.catalog import recordings
+from icae_tui.catalog.loader import Catalog
 from icae_tui.display.view import RunView
 from icae_tui.domain.events import QuestionAsked
 from icae_tui.ui.app import IcaeApp

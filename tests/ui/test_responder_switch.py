@@ -11,7 +11,7 @@ import asyncio
 
 from textual.widgets import Select, Static
 
-from icae_tui.catalog import Catalog
+from icae_tui.catalog.loader import Catalog
 from icae_tui.display.sources import LiveSource, ReplaySource
 from icae_tui.domain.events import QuestionAnswered, QuestionAsked, ResponderChanged, RunFinished
 from icae_tui.ui.app import IcaeApp

@@ -11,7 +11,7 @@ from textual.geometry import Region
 from textual.widget import Widget
 from textual.widgets import Static
 
-from icae_tui.catalog import Catalog
+from icae_tui.catalog.loader import Catalog
 from icae_tui.display.sources import LiveSource, ReplaySource
 from icae_tui.domain.events import (
     CaseFinished,
@@ -22,7 +22,7 @@ from icae_tui.domain.events import (
 )
 from icae_tui.domain.results import Verdict
 from icae_tui.evaluation.scoring import score as score_of
-from icae_tui.run import RunOutcome
+from icae_tui.runs.run import RunOutcome
 from icae_tui.ui.app import IcaeApp
 from icae_tui.ui.screens.dialogs import CaseDetailScreen, ConfirmScreen
 from icae_tui.ui.screens.run import RunScreen

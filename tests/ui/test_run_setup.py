@@ -11,10 +11,10 @@ import pytest
 from textual.widgets import Button, OptionList, Select, Static
 
 from icae_tui import cli
-from icae_tui.catalog import Catalog
+from icae_tui.catalog.loader import Catalog
 from icae_tui.domain.states import ResponderMode
 from icae_tui.domain.task import Level
-from icae_tui.run import RunConfig
+from icae_tui.runs.config import RunConfig
 from icae_tui.ui.app import IcaeApp
 from icae_tui.ui.screens.run_setup import AgentChoice, Initial, RunSetupScreen, initial_choices
 from icae_tui.ui.settings import (

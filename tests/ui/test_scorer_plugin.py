@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from textual.widgets import Static
 
-from icae_tui.catalog import Catalog
+from icae_tui.catalog.loader import Catalog
 from icae_tui.evaluation.scorers import registered
 from icae_tui.ui.app import IcaeApp
 from icae_tui.ui.screens.case_detail import CaseDetailScreen

@@ -27,7 +27,7 @@ from icae_tui.domain.events import (
     AgentSaid,
     PhaseChanged,
 )
-from icae_tui.run import RunOutcome
+from icae_tui.runs.run import RunOutcome
 from icae_tui.ui.screens.case_detail import EditCaseScreen
 from icae_tui.ui.screens.dialogs import ConfirmScreen
 from icae_tui.ui.screens.model_calls import ModelCallsScreen

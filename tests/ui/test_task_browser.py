@@ -12,8 +12,8 @@ from rich.console import Console
 from textual import events
 from textual.widgets import Input, Static
 
-from icae_tui.catalog import Catalog
-from icae_tui.catalog_search import Ability, Size, TaskFinder
+from icae_tui.catalog.loader import Catalog
+from icae_tui.catalog.search import Ability, Size, TaskFinder
 from icae_tui.domain.task import Level, Origin, OriginSource, Reference
 from icae_tui.ui.app import IcaeApp
 from icae_tui.ui.screens import task_list

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from icae_tui.catalog import Catalog
+from icae_tui.catalog.loader import Catalog
 from tests.generated_catalog import catalog_of, generated
 
 from .helpers import still_console

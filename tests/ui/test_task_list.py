@@ -8,7 +8,7 @@ import shutil
 import pytest
 from textual.widgets import DataTable, Select, Static
 
-from icae_tui.catalog import load_catalog
+from icae_tui.catalog.loader import load_catalog
 from icae_tui.ui.app import IcaeApp
 from icae_tui.ui.screens.history import HistoryScreen
 from icae_tui.ui.screens.run import RunScreen

@@ -11,7 +11,7 @@ import asyncio
 
 from icae_tui.display.sources import LiveSource, ReplaySource
 from icae_tui.domain.task import Level
-from icae_tui.run import RunOutcome
+from icae_tui.runs.run import RunOutcome
 from icae_tui.ui.screens.run import RunScreen
 from icae_tui.users.matching import match
 from icae_tui.users.teaching import taught_data

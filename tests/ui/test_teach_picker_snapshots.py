@@ -13,7 +13,7 @@ import asyncio
 from icae_tui.display.sources import LiveSource
 from icae_tui.domain.events import PhaseChanged, QuestionAnswered, QuestionAsked
 from icae_tui.domain.states import AnsweredBy
-from icae_tui.run import RunOutcome
+from icae_tui.runs.run import RunOutcome
 from icae_tui.ui.screens.run import RunScreen
 
 from .helpers import RECORDED_T0, FakeRun, finish, started, still_console, until

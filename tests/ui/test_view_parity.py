@@ -6,9 +6,9 @@ import io
 
 from textual.widgets import Static
 
+from icae_tui.display.plain import PlainPrinter
 from icae_tui.display.sources import LiveSource, ReplaySource
 from icae_tui.display.view import RunView
-from icae_tui.headless import PlainPrinter
 from icae_tui.ui.screens.run import RunScreen
 
 from .helpers import RECORDED_T0, FakeRun, assert_drawn, recorded_run, until

@@ -14,7 +14,7 @@ import pytest
 from textual import notifications
 from textual.widgets._toast import Toast, ToastRack
 
-from icae_tui.catalog import Catalog
+from icae_tui.catalog.loader import Catalog
 from icae_tui.display.operator import Operator
 from icae_tui.display.sources import LiveSource, ReplaySource
 from icae_tui.domain.agent import Limits
@@ -27,7 +27,7 @@ from icae_tui.domain.events import (
     RunFinished,
     ScoreUpdated,
 )
-from icae_tui.run import RunOutcome
+from icae_tui.runs.run import RunOutcome
 from icae_tui.ui.commands import action_commands, key_rows
 from icae_tui.ui.screens.dialogs import ConfirmScreen
 from icae_tui.ui.screens.run import RunScreen

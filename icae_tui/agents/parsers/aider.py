@@ -24,7 +24,7 @@ from icae_tui.agents.parsers.plain import output_line
 from icae_tui.agents.parsers.shapes import MAX_PATH_CHARS, MAX_TEXT_CHARS, clip, first_line
 from icae_tui.domain.events import AgentSaid, AgentWrote, Event
 from icae_tui.domain.states import StopReason
-from icae_tui.safe_text import decode
+from icae_tui.util.safe_text import decode
 
 CHAT_HISTORY = "chat.md"
 _APPLIED = re.compile(r"Applied edit to (.+)")

@@ -38,7 +38,7 @@ from icae_tui.domain.events import (
     Event,
 )
 from icae_tui.domain.states import StopReason, Stream
-from icae_tui.safe_text import decode
+from icae_tui.util.safe_text import decode
 
 TRAJECTORY = "traj.json"
 SUBMIT_MARKER = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"

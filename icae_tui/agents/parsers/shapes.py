@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from icae_tui.safe_text import lines, printable
+from icae_tui.util.safe_text import lines, printable
 
 MAX_TEXT_CHARS = 64 * 1024  # of one event's text: one line cannot blow up the store
 MAX_PATH_CHARS = 4096  # PATH_MAX

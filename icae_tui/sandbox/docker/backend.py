@@ -17,7 +17,6 @@ from typing import Any
 
 import aiodocker
 
-from icae_tui.aio import complete_despite_cancel
 from icae_tui.domain.task import Task
 from icae_tui.errors import BoxError, ConfigError, EngineUnavailable
 from icae_tui.sandbox.base import (
@@ -51,6 +50,7 @@ from icae_tui.sandbox.docker.hostview import HostView, process_state
 from icae_tui.sandbox.docker.relay import ChannelRelay
 from icae_tui.sandbox.docker.sides import SidePool, kill_extras
 from icae_tui.sandbox.tree import TarScanner, TreeBounds, TreeRead
+from icae_tui.util.aio import complete_despite_cancel
 
 # What an agent command leaves running counts as settled once unchanged this long (a server
 # started on purpose); a detached fork bomb changes until it hits the pids limit.

@@ -22,7 +22,6 @@ from typing import Any, ParamSpec, TypeVar
 
 import aiodocker
 
-from icae_tui.aio import complete_despite_cancel
 from icae_tui.sandbox.base import DiskBound, DiskGuard, ExecResult, Limits, OutputCallback
 from icae_tui.sandbox.capture import DEFAULT_ENV, Capture, exec_result, feed_until
 from icae_tui.sandbox.docker.disk import (
@@ -37,6 +36,7 @@ from icae_tui.sandbox.docker.keepalive import BUSYBOX as KEEPALIVE_BUSYBOX
 from icae_tui.sandbox.docker.keepalive import INIT as KEEPALIVE_INIT
 from icae_tui.sandbox.docker.keepalive import KEEPALIVE_DIR
 from icae_tui.sandbox.docker.procs import Proc, children
+from icae_tui.util.aio import complete_despite_cancel
 
 T = TypeVar("T")
 

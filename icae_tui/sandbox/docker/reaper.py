@@ -16,9 +16,9 @@ import time
 
 import aiodocker
 
-from icae_tui.owners import process_alive
 from icae_tui.sandbox.base import ReapReport
 from icae_tui.sandbox.docker.engine import LABEL_TOOL, TOOL_NAME
+from icae_tui.util.owners import process_alive
 
 LABEL_OWNER_PID = "icae.owner-pid"
 LABEL_OWNER_HOST = "icae.owner-host"

@@ -31,12 +31,12 @@ from icae_tui.batch.runner import BatchMessage, BatchRunner, BatchUpdate, ItemFi
 from icae_tui.batch.store import BatchStatus
 from icae_tui.display.sources import AttachedSource, LiveRun
 from icae_tui.domain.events import Event, QuestionAnswered, QuestionAsked
-from icae_tui.safe_text import printable
 from icae_tui.ui.keymap import keyed
 from icae_tui.ui.screens.replay import open_replay
 from icae_tui.ui.screens.run import RUN_GROUP, RunScreen
 from icae_tui.ui.text import safe
 from icae_tui.ui.widgets.footer import Footer
+from icae_tui.util.safe_text import printable
 
 LABEL = "task"  # the first column's key: the row's task (level, responder)
 CELL_STYLES = {RUNNING: "bold cyan", DONE: "green", FAILED: "bold red"}

@@ -2,7 +2,7 @@
 the run screen at its own pace (icae_tui/ui/screens/replay.py) — no Docker needed.
 
 The recorded demos are the `recordings/*.jsonl` of the catalog's task folders
-(icae_tui/recordings.py), listed after the stored runs and marked "recorded demo". A
+(icae_tui/catalog/recordings.py), listed after the stored runs and marked "recorded demo". A
 recording that does not load is listed with its error and reported in a notification naming
 the file and the line; it is not replayed.
 """
@@ -20,14 +20,14 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Header, Static
 
-from icae_tui import recordings
-from icae_tui.catalog import Catalog, roots_of
+from icae_tui.catalog import recordings
+from icae_tui.catalog.loader import Catalog, roots_of
+from icae_tui.catalog.recordings import Recording, RecordingError
 from icae_tui.display.replay import Sleep
 from icae_tui.display.wording import UNKNOWN, pct, responders_label
 from icae_tui.domain.events import Event, RunFinished, RunStarted
 from icae_tui.domain.task import Task
-from icae_tui.recordings import Recording, RecordingError
-from icae_tui.store import RunStore
+from icae_tui.store.database import RunStore
 from icae_tui.ui.keymap import keyed
 from icae_tui.ui.screens.replay import app_catalog, open_replay
 from icae_tui.ui.text import STATUS_STYLES, safe

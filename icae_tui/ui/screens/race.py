@@ -2,7 +2,7 @@
 (widgets/race_lane.py: header, trace, clarifications, results, score), under a banner that
 says who finished first, when, and each one's overall score — or that one failed.
 
-The race is a batch (icae_tui/batch/race.py): it runs here as a worker of this screen in the
+The race is a batch (icae_tui/cli/race.py): it runs here as a worker of this screen in the
 run group, as the batch screen runs its batch (quitting the console cancels it; each run
 stores itself cancelled). The runner tells the screen each run's start — its lane attaches
 to it — and its end; a run retried for infrastructure gets a fresh lane. The batch's own
@@ -32,11 +32,11 @@ from icae_tui.batch.race_standing import Lane, Standing, lane_names
 from icae_tui.batch.runner import BatchMessage, BatchRunner, BatchUpdate, ItemStarted
 from icae_tui.batch.store import BatchStatus
 from icae_tui.display.sources import AttachedSource
-from icae_tui.safe_text import printable
 from icae_tui.ui.keymap import keyed
 from icae_tui.ui.screens.run import FLUSH_S, RESULTS_TICKS, RUN_GROUP, RunScreen
 from icae_tui.ui.widgets.footer import Footer
 from icae_tui.ui.widgets.race_lane import RaceLane
+from icae_tui.util.safe_text import printable
 
 
 class RaceScreen(Screen[None]):

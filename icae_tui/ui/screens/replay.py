@@ -29,7 +29,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Input, TextArea
 from textual.worker import Worker, WorkerState
 
-from icae_tui.catalog import Catalog
+from icae_tui.catalog.loader import Catalog
 from icae_tui.display.handle import RunHandle, RunKind
 from icae_tui.display.replay import PacedReplay, Sleep
 from icae_tui.display.sources import Deliver, first_start

@@ -74,7 +74,7 @@ from icae_tui.display.view import RunView
 from icae_tui.display.wording import Seg, clock, phase_step, usage_segments
 from icae_tui.domain.events import Event, QuestionAsked, RunFinished, RunStarted
 from icae_tui.domain.states import ResponderMode
-from icae_tui.store import MODEL_CALLS_FILE
+from icae_tui.store.database import MODEL_CALLS_FILE
 from icae_tui.ui.keymap import keyed
 from icae_tui.ui.screens.case_detail import CaseDetailScreen
 from icae_tui.ui.screens.dialogs import ConfirmScreen

@@ -31,8 +31,7 @@ from icae_tui.agents.registry import KINDS, available_agents, configured_agents
 from icae_tui.display.wording import limits_line
 from icae_tui.domain.states import ResponderMode
 from icae_tui.domain.task import Level, Task
-from icae_tui.run import RunConfig
-from icae_tui.safe_text import printable
+from icae_tui.runs.config import RunConfig
 from icae_tui.ui.keymap import keyed
 from icae_tui.ui.settings import (
     SETTINGS_FILE,
@@ -43,6 +42,7 @@ from icae_tui.ui.settings import (
 )
 from icae_tui.ui.text import clip, safe
 from icae_tui.ui.widgets.footer import Footer
+from icae_tui.util.safe_text import printable
 
 RESPONDERS = (
     (ResponderMode.SIMULATED, "simulated user"),

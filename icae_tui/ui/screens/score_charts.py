@@ -1,5 +1,5 @@
-"""The score's charts in the terminal — what the HTML report draws (icae_tui/reports/html.py),
-from the same figures (icae_tui/reports/summary.py): the pass rate per command pattern and per
+"""The score's charts in the terminal — what the HTML report draws (icae_tui/results/formats/html.py),
+from the same figures (icae_tui/results/formats/summary.py): the pass rate per command pattern and per
 tier over the counted cases, the verdict distribution over every case, and the clarification
 timeline (when each question was asked and answered, seconds into the run). Drawn with
 textual-plotext; `g` on the run screen opens it, `r` redraws it from the run's events so far.
@@ -19,11 +19,11 @@ from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
 from icae_tui.domain.events import Event
-from icae_tui.report import build_report
-from icae_tui.reports.summary import SCORED_LABEL, Summary, summarise
-from icae_tui.safe_text import printable
+from icae_tui.results.formats.summary import SCORED_LABEL, Summary, summarise
+from icae_tui.results.report import build_report
 from icae_tui.ui.keymap import keyed
 from icae_tui.ui.widgets.footer import Footer
+from icae_tui.util.safe_text import printable
 
 LABEL_WIDTH = 14  # a pattern's name on an axis
 

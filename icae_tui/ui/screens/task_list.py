@@ -13,7 +13,7 @@ order with the characters typed: Textual runs a binding only once the key has bu
 the app, after the characters typed behind it were inserted — so ctrl+u then fast typing
 cleared what was typed after it.
 
-Searching and counting are `TaskFinder`'s (icae_tui/catalog_search.py, no Textual). Each
+Searching and counting are `TaskFinder`'s (icae_tui/catalog/search.py, no Textual). Each
 task's row is built once; a keystroke hands the list the new order of task ids and only the
 lines on screen are drawn (icae_tui/ui/widgets/task_table.py).
 """
@@ -31,8 +31,8 @@ from textual.containers import Container, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Header, Input, Static
 
-from icae_tui.catalog import Catalog, load_failure
-from icae_tui.catalog_search import Ability, Found, Size, TaskCard, TaskFinder, cycled
+from icae_tui.catalog.loader import Catalog, load_failure
+from icae_tui.catalog.search import Ability, Found, Size, TaskCard, TaskFinder, cycled
 from icae_tui.domain.task import Task
 from icae_tui.ui.keymap import keyed
 from icae_tui.ui.requests import OpenHistory, OpenSetup

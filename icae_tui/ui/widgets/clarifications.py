@@ -22,8 +22,8 @@ from textual.widgets import Static
 from icae_tui.display.view import RunView, Turn
 from icae_tui.display.wording import NO_QUESTIONS, clarifications_title, metrics_line
 from icae_tui.domain.states import ResponderMode
-from icae_tui.safe_text import printable
 from icae_tui.ui.text import segments, style_of
+from icae_tui.util.safe_text import printable
 
 SHORT_DRAFT = 160  # of a draft whose whole text is in the answer box
 SWITCHES_SHOWN = 20  # the latest switches of responder the pane shows

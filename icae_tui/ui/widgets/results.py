@@ -47,9 +47,9 @@ from icae_tui.display.results_filter import (
 from icae_tui.display.view import CaseRow, RunView
 from icae_tui.display.wording import NOT_RUN, PENDING
 from icae_tui.domain.results import CaseResult, MetricSpec, Verdict
-from icae_tui.safe_text import printable
 from icae_tui.ui.keymap import keyed
 from icae_tui.ui.text import clip, exit_text, safe, segments, verdict_text
+from icae_tui.util.safe_text import printable
 
 ORDER = ("case", "pattern", "verdict", "reason", "oracle", "delivery")
 LABELS = {

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
-from icae_tui.catalog_search import Ability, Found, Size
+from icae_tui.catalog.search import Ability, Found, Size
 from icae_tui.ui.text import safe
 
 CHOSEN = "bold reverse"

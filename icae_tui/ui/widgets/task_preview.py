@@ -7,7 +7,7 @@ every row once the description is scrolled past. The task list switches its tabs
 with keys of its own (`[` / `]`, `J` / `K`), which the preview's border names — the scroll
 keys while there is more than fits, with how far down it is.
 
-Everything here is drawn from a `TaskCard` (icae_tui/catalog_search.py), which holds no case
+Everything here is drawn from a `TaskCard` (icae_tui/catalog/search.py), which holds no case
 content and no user-agent record: the preview cannot show a hidden case, only how many there
 are. The language's version is the engine's runtime images' (their labels, read once by the
 task list when the console was given a way to ask: `TaskPreview.runtimes`).
@@ -25,11 +25,11 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Static, Tab, Tabs
 
-from icae_tui.catalog_search import TaskCard
+from icae_tui.catalog.search import TaskCard
 from icae_tui.domain.runtimes import version_text
 from icae_tui.domain.task import Level, Split
-from icae_tui.safe_text import printable
 from icae_tui.ui.text import safe
+from icae_tui.util.safe_text import printable
 
 CASES_TAB = "cases"
 TABS: tuple[str, ...] = (*(level.value for level in Level), CASES_TAB)

@@ -19,9 +19,9 @@ from textual.message import Message
 from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
 
-from icae_tui.safe_text import printable
 from icae_tui.ui.keymap import keyed
 from icae_tui.users.teaching import RecordChoice, TeachOffer
+from icae_tui.util.safe_text import printable
 
 RESPONSE_SHOWN = 70  # characters of a record's response in its option
 HINTS = ("⏎ attach · ↑↓ record · tab phrase · esc skip", "⏎ attach · esc skip")
