@@ -1,5 +1,10 @@
 """Shared fixtures. Tests marked `docker` need the real engine: when ICAE_REQUIRE_DOCKER=1
-(the test command and CI set it) a missing engine is a failure, never a skip."""
+(the test command and CI set it) a missing engine is a failure, never a skip.
+
+The suite runs in parallel (pytest-xdist, `-n N --dist loadfile`: a module stays on one worker).
+Each test process has its own ICAE_HOME, cache and models folders; every process it starts is
+recorded (tests/isolation.py), and the session fails at its end if a container, delivery
+image, volume or temporary folder owned by one of them is still there."""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ import pytest
 from icae_tui.catalog.loader import load_catalog
 from icae_tui.domain.task import Level
 from icae_tui.local_models.paths import models_dir
+from tests import isolation
 from tests.gateway_upstream import KEY_ENV, REAL_KEY
 
 # The catalog's index (icae_tui/catalog/index.py) of every tasks folder a test loads goes to a
@@ -27,6 +33,11 @@ MACHINE_MODELS_ENV = "ICAE_TEST_MACHINE_MODELS_DIR"
 os.environ.setdefault(MACHINE_MODELS_ENV, str(models_dir()))  # once, before the override
 os.environ["ICAE_MODELS_DIR"] = tempfile.mkdtemp(prefix="icae-test-models-")
 atexit.register(shutil.rmtree, os.environ["ICAE_MODELS_DIR"], True)
+# The store and caches of `icae` (runs.db, packages): this process's own, never shared with
+# another worker nor with a run of the suite beside this one.
+os.environ["ICAE_HOME"] = tempfile.mkdtemp(prefix="icae-test-home-")
+atexit.register(shutil.rmtree, os.environ["ICAE_HOME"], True)
+isolation.start()
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_TASKS = ROOT / "tests" / "fixtures" / "tasks"
@@ -107,3 +118,27 @@ def store(tmp_path):
     s = RunStore(tmp_path / "runs.db")
     yield s
     s.close()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    isolation.snapshot()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The controller (or the only process) checks, once every worker is done, that nothing
+    the session's processes created is left on the engine or in the temporary folder."""
+    if isolation.is_worker():
+        return
+    left = isolation.leftovers()
+    if left:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        text = "left behind by the tests:\n  " + "\n  ".join(left)
+        if reporter is not None:
+            reporter.write_sep("=", "leftovers", red=True)
+            reporter.write_line(text)
+        else:
+            print(text)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    isolation.finish()

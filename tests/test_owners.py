@@ -114,6 +114,8 @@ def test_orphaned_ask_folders_go_and_nothing_else(tmp_path):
         folder("icae-ask-legacy2", listening=True)
         folder(f"icae-ask-{dead}-foreign", extra=True)
         folder(f"icae-model-{dead}-gw", listening=False, socket_name="model.sock")  # the gateway's
+        folder(f"icae-pkg-{dead}-pg", listening=False, socket_name="packages.sock")  # packages'
+        folder(f"icae-pkg-{alive}-live", listening=True, socket_name="packages.sock")
         (tmp_path / f"icae-ask-{dead}-file").write_text("a file, not a folder")
         removed = reap_ask_folders(tmp_path)
     finally:
@@ -125,11 +127,12 @@ def test_orphaned_ask_folders_go_and_nothing_else(tmp_path):
             f"icae-ask-{dead}-empty",
             "icae-ask-legacy1",
             f"icae-model-{dead}-gw",
+            f"icae-pkg-{dead}-pg",
         ]
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         [f"icae-ask-{alive}-live", "icae-ask-legacy2", f"icae-ask-{dead}-foreign",
-         f"icae-ask-{dead}-file"]
+         f"icae-ask-{dead}-file", f"icae-pkg-{alive}-live"]
     )  # fmt: skip
 
 

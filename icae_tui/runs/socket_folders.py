@@ -1,4 +1,4 @@
-"""The per-run socket folders (clarification channel, model gateway) that dead runs left
+"""The per-run socket folders (clarification channel, model and package gateways) that dead runs left
 in the temp directory: found by their prefix and owner pid, removed only when they are
 ours and their owner is gone. Outside the sandbox: the sandbox knows nothing of the
 channels a run puts in its boxes."""
@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from icae_tui.gateway import server as model_gateway
+from icae_tui.packages import server as package_gateway
 from icae_tui.users import ask_server
 from icae_tui.util.owners import owner_gone
 
@@ -20,6 +21,7 @@ from icae_tui.util.owners import owner_gone
 SOCKET_FOLDERS = (
     (ask_server.FOLDER_PREFIX, ask_server.SOCKET_NAME),
     (model_gateway.FOLDER_PREFIX, model_gateway.SOCKET_NAME),
+    (package_gateway.FOLDER_PREFIX, package_gateway.SOCKET_NAME),
 )
 
 

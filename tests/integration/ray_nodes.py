@@ -1,6 +1,6 @@
 """A Ray cluster on this machine: a head and more nodes, each a `ray start --block` in a
 process group of its own (so one node can be killed, raylet, workers and all, as a machine
-lost), each started with its own environment — so each offers its own Docker engine
+lost), each started with its own environment and ports of its own — so each offers its own Docker engine
 (`DOCKER_HOST`) — and declaring the resource `icae_engine`. Torn down by killing the groups:
 never `ray stop`, which would stop every Ray on the machine."""
 
@@ -54,6 +54,9 @@ class RayCluster:
         log = self.folder / f"node{len(self.nodes)}.log"
         proc = subprocess.Popen(
             [str(RAY), "start", *where, "--block", "--num-cpus=1", "--disable-usage-stats",
+             # a port Ray would otherwise take fixed (52365): another cluster of the tests
+             # (another worker's, another run's) may be up on this machine
+             f"--dashboard-agent-listen-port={_free_port()}",
              f"--resources={json.dumps({'icae_engine': slots})}",
              "--object-store-memory=100000000"],
             env={**os.environ, **env}, stdout=log.open("wb"), stderr=subprocess.STDOUT,
@@ -88,7 +91,8 @@ def wait_for_nodes(cluster: RayCluster, count: int) -> None:
 def ray_cluster(engines: list[Mapping[str, str]]) -> Iterator[RayCluster]:
     """A head with the first environment, a node with each next one; up when every node
     is listed active."""
-    folder = Path(tempfile.mkdtemp(prefix="icae-ray-", dir="/tmp"))  # Unix socket paths: short
+    # /tmp: Unix socket paths must be short; the pid: tests/isolation.py finds it if left behind
+    folder = Path(tempfile.mkdtemp(prefix=f"icae-ray-{os.getpid()}-", dir="/tmp"))
     cluster = RayCluster(f"127.0.0.1:{_free_port()}", folder)
     try:
         cluster.add(engines[0], head=True)

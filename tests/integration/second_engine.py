@@ -10,6 +10,8 @@ Debian mirror, so a runtime it had to build would wait on apt for ever."""
 from __future__ import annotations
 
 import contextlib
+import os
+import re
 import shutil
 import socket
 import subprocess
@@ -64,6 +66,15 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _free_subnet(port: int) -> int:
+    """The third number of a 10.213.N.0/24 no interface has yet: second engines of other test
+    workers may be up beside this one."""
+    shown = subprocess.run(["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True,
+                           check=False).stdout  # fmt: skip
+    taken = {int(n) for n in re.findall(r"inet 10\.213\.(\d+)\.", shown)}
+    return next(n for n in (*range(port % 250, 250), *range(port % 250)) if n not in taken)
+
+
 def _has_link(name: str) -> bool:
     return subprocess.run(["ip", "link", "show", name], capture_output=True).returncode == 0
 
@@ -77,11 +88,12 @@ def _answers(sock: Path) -> bool:
 @contextlib.contextmanager
 def second_engine() -> Iterator[SecondEngine]:
     had_docker0 = _has_link("docker0")
-    folder = Path(tempfile.mkdtemp(prefix="icae-engine2-"))
+    # the pid in its name: tests/isolation.py finds it if it is left behind
+    folder = Path(tempfile.mkdtemp(prefix=f"icae-engine2-{os.getpid()}-"))
     sock, port = folder / "docker.sock", _free_port()
     bridge = f"icaebr{port}"  # at most 15 characters, as interface names are
     for step in (["link", "add", bridge, "type", "bridge"],
-                 ["addr", "add", f"10.213.{port % 250}.1/24", "dev", bridge],
+                 ["addr", "add", f"10.213.{_free_subnet(port)}.1/24", "dev", bridge],
                  ["link", "set", bridge, "up"]):  # fmt: skip
         subprocess.run(["ip", *step], check=True, capture_output=True)
     log = (folder / "dockerd.log").open("wb")

@@ -18,7 +18,7 @@ from icae_tui.sandbox.base import wrapper_script
 from icae_tui.sandbox.docker.containers import create_container
 from icae_tui.sandbox.docker.engine import connect
 from icae_tui.sandbox.docker.images import ensure_task_images
-from tests.integration.tool_images import evaluate
+from tests.integration.tool_images import evaluate, own_tag, remove_tool_images
 
 pytestmark = pytest.mark.docker
 
@@ -95,12 +95,12 @@ async def _delivery(agent: str, task: Task) -> str:
             )
             res = await c.exec(DELIVER)
             assert res.exit_code == 0, res.stderr
-            await c.commit("icae-test-delivery", "scope-demo", {"icae.tool": "icae-tui"})
+            await c.commit("icae-test-delivery", own_tag("scope-demo"), {"icae.tool": "icae-tui"})
         finally:
             await c.remove()
     finally:
         await docker.close()
-    return "icae-test-delivery:scope-demo"
+    return f"icae-test-delivery:{own_tag('scope-demo')}"
 
 
 async def test_the_real_program_as_the_delivery_scores_every_case(tmp_path: Path) -> None:
@@ -110,8 +110,12 @@ async def test_the_real_program_as_the_delivery_scores_every_case(tmp_path: Path
         images = await ensure_task_images(docker, task)
     finally:
         await docker.close()
-    sides = Sides(oracle_image=images.oracle, delivery_image=await _delivery(images.agent, task))
-    results = await evaluate(task, sides, run_id="scope-demo", concurrency=2)
+    delivery = await _delivery(images.agent, task)
+    sides = Sides(oracle_image=images.oracle, delivery_image=delivery)
+    try:
+        results = await evaluate(task, sides, run_id="scope-demo", concurrency=2)
+    finally:
+        await remove_tool_images(Sides(oracle_image=delivery, delivery_image=delivery))
     by_command = {r.command: r for r in results.values()}
     assert {c: (r.verdict, r.reason) for c, r in by_command.items()} == {
         c: (Verdict.ACCEPTED, "identical") for c in by_command

@@ -16,6 +16,7 @@ import os
 import shlex
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,13 @@ import pytest
 from icae_tui.domain.task import Case
 from icae_tui.evaluation.differential import Sides
 from icae_tui.sandbox.docker import hostview
-from tests.integration.tool_images import TOOL, build_tool_images, command_task, evaluate
+from tests.integration.tool_images import (
+    TOOL,
+    build_tool_images,
+    command_task,
+    evaluate,
+    remove_tool_images,
+)
 
 pytestmark = pytest.mark.docker
 
@@ -65,9 +72,11 @@ def host_files(tmp_path_factory) -> tuple[Path, Path]:
 
 
 @pytest.fixture(scope="module")
-def planted_images(host_files) -> Sides:
+def planted_images(host_files) -> Iterator[Sides]:
     files = {role: {TOOL: TOOL_SCRIPT} for role in ("oracle", "delivery")}
-    return asyncio.run(build_tool_images("links", files, _scripts(*host_files)))
+    sides = asyncio.run(build_tool_images("links", files, _scripts(*host_files)))
+    yield sides
+    asyncio.run(remove_tool_images(sides))
 
 
 class _HashSpy:

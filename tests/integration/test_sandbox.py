@@ -83,7 +83,7 @@ async def test_files_in_and_out(docker):
 
 
 async def _ours(docker, run_id: str) -> list:
-    filters = json.dumps({"label": [f"icae.run={run_id}"]})
+    filters = json.dumps({"label": [f"icae.run={run_id}", f"icae.owner-pid={os.getpid()}"]})
     return await docker.containers.list(all=True, filters=filters)
 
 

@@ -7,7 +7,11 @@ A module declares its images as `IMAGES = ToolImages(tag, oracle_tool, delivery_
 
 from __future__ import annotations
 
+import contextlib
+import os
 from dataclasses import dataclass, field
+
+from aiodocker.exceptions import DockerError
 
 from icae_tui.domain.results import CaseResult
 from icae_tui.domain.task import Case, CaseRef, Split, Task, TaskSpec
@@ -43,7 +47,7 @@ def command_task(task_id: str, cases: list[Case], *, timeout_s: float) -> Task:
 @dataclass(frozen=True)
 class ToolImages:
     """A module's tool images: each side's `tool` script (at TOOL), more delivery files (path
-    → text), and the tag that names them (icae-test-oracle:TAG, icae-test-delivery:TAG)."""
+    → text), and the tag that names them (icae-test-oracle:TAG-tPID, icae-test-delivery:TAG-tPID)."""
 
     tag: str
     oracle: str
@@ -59,7 +63,10 @@ async def build_tool_images(
     tag: str, files: dict[str, dict[str, str]], scripts: dict[str, str] | None = None
 ) -> Sides:
     """`files`: role (oracle, delivery) → path → text, each written executable; `scripts`: role
-    → a shell script run in the image after (it must succeed)."""
+    → a shell script run in the image after (it must succeed). The images are this process's
+    own (`-t<pid>` ends their tag: another worker, another run of the suite have theirs);
+    `remove_tool_images` removes them."""
+    tag = own_tag(tag)
     docker = await connect()
     try:
         await ensure_base_image(docker)
@@ -81,6 +88,21 @@ async def build_tool_images(
     finally:
         await docker.close()
     return Sides(oracle_image=names["oracle"], delivery_image=names["delivery"])
+
+
+def own_tag(tag: str) -> str:
+    """A tag of this test process's own: tests/isolation.py finds what is left by it."""
+    return f"{tag}-t{os.getpid()}"
+
+
+async def remove_tool_images(sides: Sides) -> None:
+    docker = await connect()
+    try:
+        for name in (sides.oracle_image, sides.delivery_image):
+            with contextlib.suppress(DockerError):
+                await docker.images.delete(name, force=True)
+    finally:
+        await docker.close()
 
 
 async def evaluate(
