@@ -1,11 +1,13 @@
 """A plug-in case scorer, and a run's events judged with it (no Docker): the cases are
-judged and scored by `judge_case` and `score` from hand-made sides, and the events are the
+judged and scored by `judge_case` (`judged`) and `score` from hand-made sides, and the events are the
 ones the Run emits for them (CasesPlanned with the registered metrics, CaseFinished,
 ScoreUpdated after each case, RunFinished)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from icae_tui.domain.events import (
     CaseFinished,
@@ -16,12 +18,20 @@ from icae_tui.domain.events import (
     RunStarted,
     ScoreUpdated,
 )
-from icae_tui.domain.results import MetricSpec
+from icae_tui.domain.results import CaseResult, MetricSpec
 from icae_tui.domain.task import Case, CaseRef, Split, Task
 from icae_tui.evaluation.scorers import case_scorer
 from icae_tui.evaluation.scoring import judge_case, metric_specs, score
 from icae_tui.evaluation.verdict import Attempt, SideOutcome
 from tests.test_verdict import TASK, side
+
+
+def judged(task: Task, ref: CaseRef, oracles: Sequence[Attempt], delivery: Attempt) -> CaseResult:
+    """`judge_case` (a coroutine: scorers may await a model) to its end, from sync code
+    whether or not an event loop runs in this thread."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, judge_case(task, ref, oracles, delivery)).result()
+
 
 SHOUT = MetricSpec(name="shout", label="SHOUT", description="the delivery's stdout is upper case")
 
@@ -56,7 +66,7 @@ def judged_run(task: Task = TASK) -> list[Event]:
     ]  # fmt: skip
     results = []
     for ref, (_, _, oracle, delivery) in zip(refs, CASES, strict=True):
-        result = judge_case(task, ref, [side(oracle)], side(delivery))
+        result = judged(task, ref, [side(oracle)], side(delivery))
         results.append(result)
         events += [CaseFinished(result=result), ScoreUpdated(score=score(results, planned=3))]
     events.append(RunFinished(status="completed", score=score(results, planned=len(refs))))

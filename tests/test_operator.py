@@ -138,7 +138,7 @@ class Kept:
     def edited(self, ref: CaseRef, *, command: str | None, input: Any) -> CaseRef:  # noqa: A002
         return ref
 
-    def shell(self, side: Side) -> ShellCommand:
+    async def shell(self, side: Side) -> ShellCommand:
         return ShellCommand(side, self.label, "/workspace", ("docker", "run"), "docker run")
 
     def discard(self) -> Any:
@@ -422,7 +422,7 @@ async def test_a_completed_live_run_keeps_its_delivery_until_discarded(fixture_c
     assert ctx.kind == task.spec.interface.kind
     ref = task.cases[0]
     assert ctx.ref(ref.id) == ref and ctx.timeout_s(ref) == task.spec.cases.timeout_s
-    assert kept.shell(Side.ORACLE).side is Side.ORACLE
+    assert (await kept.shell(Side.ORACLE)).side is Side.ORACLE
     assert handle.answer(1, "late") is False  # the run is over: nothing is asked of it
     discarding = handle.discard()
     assert discarding is not None and handle.discard() is None  # once

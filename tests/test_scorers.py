@@ -5,6 +5,7 @@ named still loading."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 
@@ -26,6 +27,9 @@ from icae_tui.domain.results import (
 from icae_tui.domain.task import CaseRef, Split, Task
 from icae_tui.evaluation.ladder import LADDER
 from icae_tui.evaluation.scorers import (
+    CaseContext,
+    RunContext,
+    Scored,
     ScorerError,
     case_scorer,
     case_scorers,
@@ -34,11 +38,13 @@ from icae_tui.evaluation.scorers import (
     metric_specs,
     register_case_scorer,
     registered,
+    registered_case_scorers,
     unregister_case_scorer,
 )
-from icae_tui.evaluation.scoring import judge_case, score
+from icae_tui.evaluation.scoring import Scoring, score
+from icae_tui.evaluation.semantic import SEMANTIC_MATCH, SM_METRIC
 from icae_tui.evaluation.verdict import Attempt, SideFault, decide
-from tests.scorer_run import SHOUT, shout
+from tests.scorer_run import SHOUT, judged, shout
 from tests.test_verdict import REF, TASK, side
 
 AGGREGATED = [m.name for m in LADDER_METRICS if m.kind.aggregated]
@@ -89,12 +95,12 @@ def test_a_class_is_a_scorer_too():
         name = "lines"
         metrics = (MetricSpec(name="one_line", label="1L", kind=MetricKind.PASS),)
 
-        def score(self, task, ref, oracles, delivery) -> dict[str, float]:
-            return {"one_line": delivery.stdout_full.count(b"\n") == 1}
+        async def score(self, case: CaseContext) -> dict[str, float]:
+            return {"one_line": case.delivery.stdout_full.count(b"\n") == 1}
 
     lines = Lines()
     with registered(lines):
-        assert judge_case(TASK, REF, [side()], side()).metrics["one_line"] == 1.0
+        assert judged(TASK, REF, [side()], side()).metrics["one_line"] == 1.0
 
 
 @pytest.mark.parametrize(
@@ -145,17 +151,16 @@ def test_a_delivery_metric_may_not_take_a_case_metric_name():
 
 def test_the_ladder_alone_judges_as_decide_does():
     for delivery in (side(), side("no\n"), side(exit_code=3), side(timed_out=True)):
-        assert judge_case(TASK, REF, [side()], delivery) == decide(TASK, REF, [side()], delivery)
-        assert (
-            LADDER.score(TASK, REF, [side()], delivery)
-            == decide(TASK, REF, [side()], delivery).metrics
-        )
+        assert judged(TASK, REF, [side()], delivery) == decide(TASK, REF, [side()], delivery)
+        result = decide(TASK, REF, [side()], delivery)
+        case = CaseContext(RunContext(TASK), REF, [side()], delivery, result)
+        assert asyncio.run(LADDER.score(case)) == result.metrics
 
 
 def test_another_scorer_adds_metrics_and_leaves_the_verdict():
     with registered(shout):
-        loud = judge_case(TASK, REF, [side("HI\n")], side("HI\n"))
-        quiet = judge_case(TASK, REF, [side("HI\n")], side("hi\n"))
+        loud = judged(TASK, REF, [side("HI\n")], side("HI\n"))
+        quiet = judged(TASK, REF, [side("HI\n")], side("hi\n"))
     alone = decide(TASK, REF, [side("HI\n")], side("hi\n"))
     assert loud.verdict is Verdict.ACCEPTED and loud.metrics["shout"] == 1.0
     assert (quiet.verdict, quiet.reason) == (alone.verdict, alone.reason)
@@ -173,8 +178,8 @@ def test_a_scorer_sees_every_attempt_and_may_give_nothing():
 
     fault = SideFault(RuntimeError("engine gone"))
     with registered(shout, runs):
-        twice = judge_case(TASK, REF, [side(), side()], side())
-        faulted = judge_case(TASK, REF, [side()], fault)
+        twice = judged(TASK, REF, [side(), side()], side())
+        faulted = judged(TASK, REF, [side()], fault)
     assert twice.metrics["oracle_runs"] == 1.0
     assert faulted.verdict is Verdict.RUNTIME_ERROR and faulted.metrics == {}
     assert seen == [(2, "SideOutcome"), (1, "SideFault")]
@@ -190,7 +195,7 @@ def test_a_scorer_sees_every_attempt_and_may_give_nothing():
 )
 def test_a_value_out_of_its_kind_is_refused(spec, value):
     with registered(scorer_of(spec, value)), pytest.raises(ScorerError, match=spec.name):
-        judge_case(TASK, REF, [side()], side())
+        judged(TASK, REF, [side()], side())
 
 
 def test_a_metric_not_declared_is_refused():
@@ -199,7 +204,7 @@ def test_a_metric_not_declared_is_refused():
         return {"whisper": 1.0}
 
     with registered(sloppy), pytest.raises(ScorerError, match="whisper"):
-        judge_case(TASK, REF, [side()], side())
+        judged(TASK, REF, [side()], side())
 
 
 # --- the delivery's score ------------------------------------------------------------------
@@ -209,10 +214,10 @@ def test_each_aggregated_metric_gets_its_rate_over_the_scored_cases():
     tone = MetricSpec(name="tone", label="tone", kind=MetricKind.SCORE)
     with registered(shout, scorer_of(tone, 0.25)):
         results = [
-            judge_case(TASK, at(Split.PUBLIC), [side("A\n")], side("A\n")),  # not scored
-            judge_case(TASK, at(Split.HIDDEN), [side("A\n")], side("A\n")),
-            judge_case(TASK, at(Split.HIDDEN), [side("A\n")], side("a\n")),
-            judge_case(TASK, at(Split.ENHANCED), [side("A\n")], SideFault(OSError("x"))),
+            judged(TASK, at(Split.PUBLIC), [side("A\n")], side("A\n")),  # not scored
+            judged(TASK, at(Split.HIDDEN), [side("A\n")], side("A\n")),
+            judged(TASK, at(Split.HIDDEN), [side("A\n")], side("a\n")),
+            judged(TASK, at(Split.ENHANCED), [side("A\n")], SideFault(OSError("x"))),
         ]
         s = score(results, planned=4)
     assert [m.name for m in s.metrics] == [*AGGREGATED, "shout", "tone"]  # no FM score
@@ -227,7 +232,7 @@ def test_a_delivery_scorer_adds_its_figures_after_the_rates():
         return {"flawless": all(r.passed for r in results)}
 
     with registered(flawless):
-        s = score([judge_case(TASK, REF, [side()], side())], planned=1)
+        s = score([judged(TASK, REF, [side()], side())], planned=1)
     assert [m.name for m in s.metrics] == [*AGGREGATED, "flawless"]
     assert s.rates["flawless"] == 1.0
     assert w.score_line(s).endswith("FM 100.0%  flawless 100.0%  │  1/1 cases done")
@@ -267,8 +272,8 @@ def test_score_overall_macro_and_gap():
 def test_the_score_line_reads_the_ladder_as_before_then_the_others():
     with registered(shout):
         results = [
-            judge_case(TASK, REF, [side("A\n")], side("A\n")),
-            judge_case(TASK, REF, [side("A\n")], side("b\n")),
+            judged(TASK, REF, [side("A\n")], side("A\n")),
+            judged(TASK, REF, [side("A\n")], side("b\n")),
         ]
         s = score(results, planned=2)
     line = w.score_line(s)
@@ -278,8 +283,8 @@ def test_the_score_line_reads_the_ladder_as_before_then_the_others():
 def test_the_ladder_line_shows_other_metrics_after_the_rungs():
     with registered(shout):
         specs = metric_specs()
-        loud = judge_case(TASK, REF, [side("A\n")], side("A\n"))
-        late = judge_case(TASK, REF, [side("A\n")], side("A\n", exit_code=1))
+        loud = judged(TASK, REF, [side("A\n")], side("A\n"))
+        late = judged(TASK, REF, [side("A\n")], side("A\n", exit_code=1))
     ladder = "exec ✔  SP ✔  EM ✔  FM ✔ (FM score 1.00)"
     assert w.plain(w.ladder_segments(loud, specs)) == ladder + "  ·  SHOUT ✔"
     assert w.plain(w.ladder_segments(late, specs)).endswith("SP, EM, FM not reached  ·  SHOUT ✔")
@@ -292,7 +297,7 @@ def test_the_ladder_line_shows_other_metrics_after_the_rungs():
 def test_the_results_sort_by_a_metric_column():
     with registered(shout):
         rows = [
-            CaseRow(f"hidden/h#{i}", "p", "hidden", judge_case(TASK, REF, [side()], side(out)))
+            CaseRow(f"hidden/h#{i}", "p", "hidden", judged(TASK, REF, [side()], side(out)))
             for i, out in enumerate(["A\n", "b\n", "C\n"])
         ]
     q = sort_by(ResultsQuery(), METRIC_SORT + "shout")
@@ -343,7 +348,7 @@ def test_a_plan_stored_without_metrics_had_the_ladders():
 
 def test_the_events_that_carry_metrics_round_trip():
     with registered(shout):
-        r = judge_case(TASK, REF, [side("A\n")], side("A\n"))
+        r = judged(TASK, REF, [side("A\n")], side("A\n"))
         events = [
             CasesPlanned(case_ids=[r.case_id], metrics=list(metric_specs())),
             CaseFinished(result=r),
@@ -353,3 +358,34 @@ def test_the_events_that_carry_metrics_round_trip():
         assert parse_event(ev.model_dump_json()) == ev
     assert RunView.from_events(events).metric_specs == (*LADDER_METRICS, SHOUT)
     assert LadderMetric.EXEC in r.metrics and r.metrics["shout"] == 1.0
+
+
+# --- async scorers, the run's context, SM as a scorer ---------------------------------------
+
+
+def test_an_async_scorer_reads_the_case_context_and_keeps_notes():
+    seen = []
+
+    @case_scorer(MetricSpec(name="agrees", label="AG"))
+    async def agrees(case: CaseContext) -> Scored:
+        seen.append((case.task.id, case.ref.id, case.run.judge_model))
+        await asyncio.sleep(0)  # it may await (a model, through the run's gateway)
+        return Scored({"agrees": case.result.em}, {"agrees": "the ladder's EM"})
+
+    with registered(agrees):
+        r = judged(TASK, REF, [side("A\n")], side("A\n"))
+    assert r.metrics["agrees"] == 1.0 and r.notes["agrees"] == "the ladder's EM"
+    assert seen == [(TASK.id, REF.id, None)]
+
+
+def test_sm_is_a_registered_scorer_planned_only_with_a_judge():
+    assert SEMANTIC_MATCH in registered_case_scorers()
+    assert SEMANTIC_MATCH not in case_scorers()  # no run, no judge: not used
+    judged_run = Scoring(RunContext(TASK, judge_model="judge-1"))
+    assert judged_run.metrics == (*LADDER_METRICS, SM_METRIC)
+    assert Scoring(RunContext(TASK)).metrics == LADDER_METRICS
+    # SM sums itself up (over the cases it measured), not the ladder's aggregate
+    r = decide(TASK, REF, [side()], side()).model_copy(update={"metrics": {"sm": 1.0}})
+    s = judged_run.score([r], planned=1)
+    assert s.rates["sm"] == 1.0 and s.semantic is not None and s.semantic.measured == 1
+    assert [m.name for m in s.metrics][-1] == "sm"

@@ -1,7 +1,10 @@
 """Agent specs as the operator writes them: `kind:name`, e.g. `scripted:good`, looked up in a
 registry of agent kinds (scripted, model and command built in; a new kind is one module
-that registers itself); and the agents configured in TOML (`icae_tui.agents.config`),
-listed for the console and `icae agents`."""
+that registers itself, or an installed package's entry point in the group
+`icae_tui.agent_kinds`: util/plugins.py); and the agents configured in TOML
+(`icae_tui.agents.config`), listed for the console and `icae agents`. The kinds an agents
+file may declare are the registered kinds with entry settings (`AgentKindEntry.settings`;
+`configured_kind` makes such a kind)."""
 
 from __future__ import annotations
 
@@ -13,15 +16,21 @@ from typing import Any, Protocol
 from icae_tui.agents.base import Agent, AgentError
 from icae_tui.agents.command_agent import CommandAgent
 from icae_tui.agents.config import (
-    DECLARABLE_KINDS,
+    AGENT_KIND_PLUGINS,
     AgentConfig,
     AgentEntry,
     AgentKind,
+    CommandAgentConfig,
+    EndpointConfig,
+    ModelAgentConfig,
+    declarable_kinds,
+    declare_kind,
     load_agent_config,
 )
 from icae_tui.agents.model_agent import ModelAgent
 from icae_tui.agents.scripted import ScriptedAgent
 from icae_tui.domain.task import Task
+from icae_tui.util.plugins import load_plugins
 
 
 @dataclass(frozen=True)
@@ -43,22 +52,30 @@ class AgentKindEntry:
     make: Callable[[str, str, KindContext], Agent]  # (spec, name, context)
     check: Callable[[str, str, KindContext], str | None]
     summary: str = ""
+    # the settings of its `[agents.<name>]` entries (an EndpointConfig with a `kind` field
+    # of this kind's name): with them, agents files may declare agents of this kind
+    settings: type[EndpointConfig] | None = None
 
 
 _KINDS: dict[str, AgentKindEntry] = {}
-KINDS = tuple(kind.value for kind in AgentKind)  # the built-in kinds (agents files name them)
 
 
 def register_agent_kind(entry: AgentKindEntry) -> None:
     """A new kind is one module that calls this (the built-in three are below)."""
     _KINDS[entry.kind] = entry
+    if entry.settings is not None:
+        declare_kind(entry.kind, entry.settings)
 
 
 def unregister_agent_kind(kind: str) -> None:
-    _KINDS.pop(kind, None)
+    entry = _KINDS.pop(kind, None)
+    if entry is not None and entry.settings is not None:
+        declare_kind(kind, None)
 
 
 def agent_kinds() -> dict[str, AgentKindEntry]:
+    """Every kind registered (installed plug-ins' too)."""
+    load_plugins(AGENT_KIND_PLUGINS)
     return dict(_KINDS)
 
 
@@ -95,8 +112,8 @@ def find_configured(config: AgentConfig, spec: str) -> AgentEntry | str:
     entry = config.agents.get(name)
     if entry is not None and (not sep or kind == entry.kind):
         return entry
-    if kind and kind not in DECLARABLE_KINDS:
-        return f"no {kind!r} agents are configured (the agents files declare {', '.join(DECLARABLE_KINDS)})"
+    if kind and kind not in (declared := declarable_kinds()):
+        return f"no {kind!r} agents are configured (the agents files declare {', '.join(declared)})"
     same = [n for n, e in config.agents.items() if not kind or e.kind == kind]
     broken = [str(err) for err in config.errors if f"agents.{name}" in (err.field or "")]
     why = f" ({'; '.join(broken)})" if broken else ""
@@ -117,7 +134,7 @@ def check_agent(spec: str, task: Task, agent_files: Sequence[Path] = ()) -> str 
     checked first (`config.file_error`): here a file that does not parse only hides its
     agents."""
     kind, _, name = spec.partition(":")
-    entry = _KINDS.get(kind)
+    entry = agent_kinds().get(kind)
     if entry is None:
         return _unknown_kind(spec, kind)
     return entry.check(spec, name, KindContext(task, agent_files=tuple(agent_files)))
@@ -131,7 +148,7 @@ def make_agent(
     agent_files: Sequence[Path] = (),
 ) -> Agent:
     kind, _, name = spec.partition(":")
-    entry = _KINDS.get(kind)
+    entry = agent_kinds().get(kind)
     if entry is None:
         raise AgentError(_unknown_kind(spec, kind))
     return entry.make(spec, name, KindContext(task, pace_s, tuple(agent_files)))
@@ -169,13 +186,11 @@ def _make_scripted(spec: str, name: str, ctx: KindContext) -> Agent:
     return ScriptedAgent.for_task(ctx.task, name, pace_s=ctx.pace_s)  # inside solutions/ only
 
 
-def _configured_entry(
-    spec: str, kind: AgentKind, name: str, agent_files: Sequence[Path]
-) -> AgentEntry:
+def _configured_entry(spec: str, kind: str, name: str, agent_files: Sequence[Path]) -> AgentEntry:
     config = load_agent_config(agent_files)
     entry = config.agents.get(name)
-    if entry is None or entry.kind is not kind:
-        same = [n for n, e in config.agents.items() if e.kind is kind]
+    if entry is None or entry.kind != kind:
+        same = [n for n, e in config.agents.items() if e.kind == kind]
         known = ", ".join(same) or "none"
         broken = [str(err) for err in config.errors if f"agents.{name}" in (err.field or "")]
         why = f" ({'; '.join(broken)})" if broken else ""
@@ -185,8 +200,15 @@ def _configured_entry(
     return entry
 
 
-def _configured(kind: AgentKind, build: Callable[[str, Any], Agent]) -> AgentKindEntry:
-    """A kind whose agents are entries of the agents files (`kind:<entry name>`)."""
+def configured_kind(
+    kind: str,
+    settings: type[EndpointConfig],
+    build: Callable[[str, Any], Agent],
+    summary: str = "",
+) -> AgentKindEntry:
+    """A kind whose agents are entries of the agents files (`kind:<entry name>`), read as
+    `settings` and made by `build(spec, settings)`: registered, agents files may declare it,
+    `icae agents` and the console list its entries."""
 
     def check(spec: str, name: str, ctx: KindContext) -> str | None:
         try:
@@ -198,12 +220,12 @@ def _configured(kind: AgentKind, build: Callable[[str, Any], Agent]) -> AgentKin
     def make(spec: str, name: str, ctx: KindContext) -> Agent:
         return build(spec, _configured_entry(spec, kind, name, ctx.agent_files).settings)
 
-    return AgentKindEntry(kind.value, make, check)
+    return AgentKindEntry(kind, make, check, summary, settings)
 
 
 register_agent_kind(AgentKindEntry(
     AgentKind.SCRIPTED.value, _make_scripted, _check_scripted,
     summary="a task's solution played step by step",
 ))  # fmt: skip
-register_agent_kind(_configured(AgentKind.MODEL, ModelAgent))
-register_agent_kind(_configured(AgentKind.COMMAND, CommandAgent))
+register_agent_kind(configured_kind(AgentKind.MODEL, ModelAgentConfig, ModelAgent))
+register_agent_kind(configured_kind(AgentKind.COMMAND, CommandAgentConfig, CommandAgent))

@@ -30,7 +30,7 @@ from icae_tui.domain.task import CaseRef, Reference, Task
 from icae_tui.errors import BoxError, EngineLost, EngineUnavailable
 from icae_tui.evaluation.sanitizer import OutputSanitizer, masked
 from icae_tui.evaluation.scope import collection_globs
-from icae_tui.evaluation.scoring import judge_case
+from icae_tui.evaluation.scoring import CaseJudge, judge_case
 from icae_tui.evaluation.verdict import (
     COMPARE_CAP,
     OUTPUT_LIMIT,
@@ -144,9 +144,13 @@ class Evaluator:
         concurrency: int | None = None,
         path: CasePath = CasePath.SUPERVISED,
         oracle_runs: int | None = None,
+        judge: CaseJudge | None = None,
     ) -> None:
+        """`judge`: the run's scorers, opened (scoring.py); by default those that need
+        nothing of a run."""
         self.sandbox = sandbox
         self.task = task
+        self.judge = judge
         self.concurrency = concurrency or default_concurrency(path)
         # judged against the stored expected outputs (evaluation/expected.py): no oracle runs
         self.against_expected = task.spec.cases.reference is Reference.EXPECTED
@@ -206,7 +210,9 @@ class Evaluator:
         if self.sanitizer is not None:
             attempts = await masked(self.sanitizer, self.task, attempts)
         *oracles, delivery = attempts
-        return judge_case(self.task, ref, oracles, delivery)
+        if self.judge is not None:
+            return await self.judge(ref, oracles, delivery)
+        return await judge_case(self.task, ref, oracles, delivery)
 
     async def _attempt(self, ref: CaseRef, pools: list[CasePool]) -> list[Attempt]:
         call = case_call(self.task, ref)

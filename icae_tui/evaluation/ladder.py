@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from icae_tui.domain.results import (
     LADDER_METRICS,
@@ -28,6 +29,9 @@ from icae_tui.domain.results import (
 from icae_tui.domain.task import CaseRef, Reference, Split, Task
 from icae_tui.evaluation.expected import judge_expected
 from icae_tui.evaluation.verdict import Attempt, decide
+
+if TYPE_CHECKING:
+    from icae_tui.evaluation.scorer_context import CaseContext
 
 LADDER_NAME = "ladder"
 
@@ -45,10 +49,9 @@ class Ladder:
             return judge_expected(task, ref, delivery)
         return decide(task, ref, oracles, delivery)
 
-    def score(
-        self, task: Task, ref: CaseRef, oracles: Sequence[Attempt], delivery: Attempt
-    ) -> dict[str, float]:
-        return dict(self.judge(task, ref, oracles, delivery).metrics)
+    async def score(self, case: CaseContext) -> dict[str, float]:
+        """Its metrics of the case (the case context holds its result already)."""
+        return dict(case.result.metrics)
 
 
 LADDER = Ladder()

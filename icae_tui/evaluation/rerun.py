@@ -1,11 +1,10 @@
 """After a run: one case again, as it was or with an edited command or input, against the
 run's kept delivery and the oracle (`RunConfig.keep_delivery`); and the command that opens
-a shell in either side's image. The delivery is removed by `discard_delivery` when the
-operator is done with it."""
+a shell in either side's image, as the run's engine gives it (`Sandbox.shell_argv`). The
+delivery is removed by `discard_delivery` when the operator is done with it."""
 
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
 from icae_tui.domain.results import CaseResult
@@ -48,17 +47,12 @@ async def discard_delivery(sides: Sides, *, engine: str = DEFAULT_ENGINE) -> Non
         await sandbox.close()
 
 
-SHELL_HOSTNAME = "sandbox"  # every box's hostname (the docker backend's too), the shell's
-
-
-def shell_argv(image: str, workdir: str) -> list[str]:
-    """`docker run` of a throwaway container of `image` with a shell, no network, removed on
-    exit, named `sandbox` like every box of a run: what the console runs after stepping
-    aside. (A terminal's client for the local engine: the docker CLI, not this package's
-    engine client.)"""
-    return ["docker", "run", "--rm", "-it", "--network", "none", "--hostname", SHELL_HOSTNAME,
-            "-w", workdir, image, "bash", "-l"]  # fmt: skip
-
-
-def shell_line(image: str, workdir: str) -> str:
-    return shlex.join(shell_argv(image, workdir))
+async def shell_argv(image: str, workdir: str, *, engine: str = DEFAULT_ENGINE) -> list[str]:
+    """The command line that opens a shell in a throwaway box of `image` on the run's engine:
+    its backend's `Sandbox.shell_argv` (the docker backend's names a remote engine, `-H`, and
+    gives the box no network and the hostname `sandbox`, like every box of a run)."""
+    sandbox = await open_sandbox(engine)
+    try:
+        return sandbox.shell_argv(image, workdir)
+    finally:
+        await sandbox.close()

@@ -14,22 +14,33 @@ SM: it is "not measured", never a silent 0 or 1, and the score's SM rate is over
 cases only (`sm_measured` says how many).
 
 The judge talks to the run's gateway (role `judge`): recorded, limited and replayable like
-the agent's calls.
+the agent's calls. In a run, SM is a case scorer like any other (`SEMANTIC_MATCH`, registered
+here): it needs the run's judge model, opens its cache for the run's cases and says then
+what it could not judge, and sums SM up itself (`with_sm`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from icae_tui.domain.results import CaseResult, MetricKind, MetricSpec, Score, SemanticSummary
 from icae_tui.domain.states import ModelRole
 from icae_tui.evaluation.model_reply import reply_object
+from icae_tui.evaluation.scorers import (
+    CaseContext,
+    CaseScorer,
+    Chat,
+    RunContext,
+    Scored,
+    register_case_scorer,
+)
 from icae_tui.gateway.models import ModelCall, request_hash
 
 PROMPT_VERSION = "sm-1"
@@ -48,10 +59,6 @@ SYSTEM = (
     "ordering of unordered items or wording may differ), false when a value, an item or a "
     "meaning differs or is missing."
 )
-
-
-class Chat(Protocol):
-    async def complete(self, body: dict[str, Any]) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -250,3 +257,45 @@ def with_sm(score: Score, scored: Sequence[CaseResult]) -> Score:
     if all(m.name != SM for m in metrics):
         metrics.append(SM_METRIC)
     return score.model_copy(update={"rates": rates, "metrics": metrics, "semantic": semantic})
+
+
+class SemanticMatch:
+    """SM as a case scorer: in a run with a judge model, each case's SM (and the judge's
+    reason in its notes) through the run's gateway, answers cached beside the store."""
+
+    name = "semantic"
+    metrics: tuple[MetricSpec, ...] = (SM_METRIC,)
+    needs_judge = True
+
+    def __init__(self, judge: SemanticJudge | None = None) -> None:
+        self.judge = judge
+
+    @contextlib.asynccontextmanager
+    async def open(self, run: RunContext) -> AsyncIterator[CaseScorer]:
+        """The scorer of `run`'s cases; after them, one progress line when the judge could
+        not say for some."""
+        if run.judge is None or run.judge_model is None:
+            yield SemanticMatch()  # no endpoint: no case has SM
+            return
+        cache = JudgeCache(run.cache_dir / JUDGE_CACHE_FILE) if run.cache_dir else None
+        try:
+            judge = SemanticJudge(run.judge, run.judge_model, cache)
+            yield SemanticMatch(judge)
+            if judge.failures and run.say is not None:
+                await run.say(judge_failures(judge.failures))
+        finally:
+            if cache is not None:
+                cache.close()
+
+    async def score(self, case: CaseContext) -> Scored:
+        if self.judge is None:
+            return Scored({})
+        judged = await self.judge.judge(case.result)
+        values = {SM: judged.metrics[SM]} if SM in judged.metrics else {}
+        return Scored(values, {SM: judged.notes[SM]} if SM in judged.notes else {})
+
+    def finish(self, score: Score, scored: Sequence[CaseResult]) -> Score:
+        return with_sm(score, scored)
+
+
+SEMANTIC_MATCH = register_case_scorer(SemanticMatch())

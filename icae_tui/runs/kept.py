@@ -3,7 +3,8 @@
 A run started from the console keeps its frozen delivery once it has completed
 (`RunConfig.keep_delivery`; `RunOutcome.sides`): `KeptImages` is what the console's run
 handle (display/handle.py) does on it — re-run a case as it was or edited, give the command
-of a shell in either side's image, discard the delivery — through `evaluation/rerun.py`.
+of a shell in either side's image (the run's engine's), discard the delivery — through
+`evaluation/rerun.py`, on the engine the run used.
 This is the one module between the console and the engine's re-run: the console (ui/) sees
 only the handle.
 """
@@ -46,7 +47,9 @@ class KeptImages:
     def edited(self, ref: CaseRef, *, command: str | None, input: Any) -> CaseRef:  # noqa: A002
         return rerun_core.edited(ref, command=command, input=input)
 
-    def shell(self, side: Side) -> ShellCommand:
+    async def shell(self, side: Side) -> ShellCommand:
+        """The shell of `side` on the run's engine (its backend's `shell_argv`: a remote
+        engine's shell opens there, where the images are)."""
         spec = self.task.spec
         if side is Side.ORACLE:
             # a task with no oracle: its "oracle image" is the agent image
@@ -54,7 +57,7 @@ class KeptImages:
             image, workdir = self.sides.oracle_image, path
         else:
             image, workdir = self.sides.delivery_image, spec.delivery.workspace
-        argv = tuple(rerun_core.shell_argv(image, workdir))
+        argv = tuple(await rerun_core.shell_argv(image, workdir, engine=self.engine))
         return ShellCommand(side, image, workdir, argv, shlex.join(argv))
 
     def discard(self) -> Coroutine[Any, Any, None]:

@@ -68,17 +68,9 @@ from icae_tui.evaluation.gate import (
     start_model_proxy,
     start_package_proxy,
 )
-from icae_tui.evaluation.ladder import scored
 from icae_tui.evaluation.review import with_review
-from icae_tui.evaluation.scoring import metric_specs, score
-from icae_tui.evaluation.semantic import (
-    JUDGE_CACHE_FILE,
-    SM_METRIC,
-    JudgeCache,
-    SemanticJudge,
-    judge_failures,
-    with_sm,
-)
+from icae_tui.evaluation.scorers import RunContext
+from icae_tui.evaluation.scoring import Scoring
 from icae_tui.gateway import (
     GatewayConfig,
     ModelCall,
@@ -587,7 +579,8 @@ class Run:
         return self._role_gateway(self.config.user_model, ModelRole.USER)
 
     def _judge_gateway(self) -> contextlib.AbstractAsyncContextManager[ModelGateway | None]:
-        """The SM judge's gateway (role `judge`); none when no judge is configured."""
+        """The scorers' judge's gateway (role `judge`, e.g. SM's); none when no judge is
+        configured."""
         return self._role_gateway(self.config.judge_model, ModelRole.JUDGE,
                                   replayed=lambda c: not _is_critic(c))  # fmt: skip
 
@@ -645,10 +638,17 @@ class Run:
         await self.emit(ScoreUpdated(score=final))
         return final
 
-    def _score(self, results: list[CaseResult], planned: int) -> Score:
-        """The delivery's score; with a judge, SM's rate over the cases it measured."""
-        out = score(results, planned=planned)
-        return with_sm(out, scored(results)) if self.config.judge_model is not None else out
+    def _scoring(self) -> Scoring:
+        """The run's scorers: the registered ones whose needs the run meets (a scorer that
+        needs a judge model, with `judge_model`), what the run gives them."""
+        cfg = self.config
+
+        async def say(message: str) -> None:
+            await self.emit(Progress(message=message))
+
+        judge = cfg.judge_model.model if cfg.judge_model is not None else None
+        return Scoring(RunContext(cfg.task, self.run_id, judge_model=judge,
+                                  cache_dir=self.store.path.parent, say=say))  # fmt: skip
 
     def _recorder(self, role: ModelRole) -> Callable[[ModelCall], Awaitable[None]]:
         async def record(call: ModelCall) -> None:
@@ -687,12 +687,13 @@ class Run:
                 build = await build_gate(sandbox, task, delivery_image, run_id=self.run_id,
                                          packages=packages)  # fmt: skip
         await self.emit(build)
+        scoring = self._scoring()
         await self.emit(
             CasesPlanned(
                 case_ids=[r.id for r in refs],
                 patterns=[r.pattern for r in refs],
                 splits=[r.split.value for r in refs],
-                metrics=[*metric_specs(), *([SM_METRIC] if cfg.judge_model else [])],
+                metrics=list(scoring.metrics),
                 reference=task.spec.cases.reference,
             )
         )
@@ -702,7 +703,7 @@ class Run:
                 result = build_error_result(task, ref, build.reason)
                 results.append(result)
                 await self.emit(CaseFinished(result=result))
-            final = score(results, planned=len(refs), build_ok=False)
+            final = scoring.score(results, planned=len(refs), build_ok=False)
             final.overall = final.macro = 0.0
             await self.emit(ScoreUpdated(score=final))
             final = await self._diagnose(sandbox, delivery_image, final, missing=missing)
@@ -715,28 +716,27 @@ class Run:
         async with (
             contextlib.AsyncExitStack() as stack,
             self._judge_gateway() as judge_gateway,
-            Evaluator(sandbox, task, sides, run_id=self.run_id, concurrency=cfg.concurrency) as ev,
-            # closed here, not whenever it is collected: on any error (EngineLost, a failed
-            # emit) its pending cases are cancelled and awaited before the pools close
-            contextlib.aclosing(ev.run_cases(refs)) as cases,
         ):
-            judge = None
-            if judge_gateway is not None and cfg.judge_model is not None:
+            run = scoring.run
+            if judge_gateway is not None and run is not None:
                 endpoint = GatewayEndpoint(judge_gateway.socket_path, judge_gateway.token)
                 stack.push_async_callback(endpoint.close)
-                cache = JudgeCache(self.store.path.parent / JUDGE_CACHE_FILE)
-                stack.callback(cache.close)
-                judge = SemanticJudge(endpoint, cfg.judge_model.model, cache)
-            async for result in cases:
-                if judge is not None:
-                    result = await judge.judge(result)
-                results.append(result)
-                await self.emit(CaseFinished(result=result))
-                await self.emit(ScoreUpdated(score=self._score(results, len(refs))))
-            if judge is not None and judge.failures:
-                await self.emit(Progress(message=judge_failures(judge.failures)))
+                run = dataclasses.replace(run, judge=endpoint)
+            async with (
+                scoring.opened(run) as judge,
+                Evaluator(sandbox, task, sides, run_id=self.run_id, concurrency=cfg.concurrency,
+                          judge=judge) as ev,
+                # closed here, not whenever it is collected: on any error (EngineLost, a
+                # failed emit) its pending cases are cancelled and awaited before the pools
+                # close
+                contextlib.aclosing(ev.run_cases(refs)) as cases,
+            ):  # fmt: skip
+                async for result in cases:
+                    results.append(result)
+                    await self.emit(CaseFinished(result=result))
+                    await self.emit(ScoreUpdated(score=scoring.score(results, planned=len(refs))))
         await self.emit(PhaseChanged(phase=Phase.SCORE))
-        final = self._score(results, len(refs))
+        final = scoring.score(results, planned=len(refs))
         final = await self._diagnose(sandbox, delivery_image, final, missing="")
         return RunOutcome(self.run_id, RunStatus.COMPLETED, final, results=results)
 

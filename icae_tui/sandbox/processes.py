@@ -137,6 +137,7 @@ class ProcessBox:
                 capture.feed(chunk)
                 if kill_after_bytes is not None and out.total + err.total > kill_after_bytes:
                     overflowed = True
+                    _kill_group(proc.pid)  # now: the other stream ends with it
                     return
                 if on_output is not None:
                     res = on_output(name, chunk)
@@ -201,8 +202,11 @@ class ProcessBox:
         return self.upper / rel
 
     async def put_files(self, files: dict[str, bytes], *, mode: int = 0o644) -> None:
+        """Written through the box's own root (its keepalive's, the mounted overlay): a
+        folder new to the box made in its upper folder directly is not seen by the mount."""
+        root = Path(f"/proc/{self._holder}/root")
         for path, data in files.items():
-            target = self._path(path)
+            target = root / self._path(path).relative_to(self.upper)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
             target.chmod(mode)

@@ -9,7 +9,8 @@ with `--engine NAME`, where NAME is a backend, or an entry of the user's engines
     host = "ssh://me@lab"    # the backend's own options
 
 A backend marked unsafe (one that runs commands without isolation, for the unit tests) is
-refused unless ICAE_ALLOW_UNSAFE_BACKEND=1, which only the tests set.
+refused unless ICAE_ALLOW_UNSAFE_BACKEND=1, which only the tests set. Installed packages
+bring backends through the entry point group `icae_tui.backends` (util/plugins.py).
 """
 
 from __future__ import annotations
@@ -24,10 +25,12 @@ from typing import Any
 from icae_tui.errors import ConfigError
 from icae_tui.sandbox.base import Sandbox
 from icae_tui.util.documents import TooDeep, load_toml
+from icae_tui.util.plugins import load_plugins
 
 Factory = Callable[[dict[str, Any]], Awaitable[Sandbox]]
 UNSAFE_VAR = "ICAE_ALLOW_UNSAFE_BACKEND"
 DEFAULT_ENGINE = "docker"
+BACKEND_PLUGINS = "icae_tui.backends"  # entry points: a callable that registers
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,9 @@ def unregister_backend(name: str) -> None:
 
 
 def backends() -> dict[str, Backend]:
+    """Every backend: the built-in ones, then those of installed plug-ins."""
     _load_builtins()
+    load_plugins(BACKEND_PLUGINS)
     return dict(_BACKENDS)
 
 

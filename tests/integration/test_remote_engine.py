@@ -128,6 +128,59 @@ async def test_a_relayed_box_mounts_nothing_and_has_no_network(engine2, tmp_path
     assert [type(e).__name__ for e in emitted][:2] == ["QuestionAsked", "QuestionAnswered"]
 
 
+async def test_a_kept_delivery_shell_opens_on_the_runs_remote_engine(engine2, fixture_catalog,
+                                                                      store, tmp_path, monkeypatch):  # fmt: skip
+    """The console's shell of a kept delivery (runs/kept.py, the case detail's `s` / `o`)
+    names the run's engine: the argv targets the second engine, and run there (not
+    interactively: `bash -lc` for the login shell) it reaches the image, which the first
+    engine does not have."""
+    import subprocess
+
+    from icae_tui.display.handle import Side
+    from icae_tui.runs.config import RunConfig
+    from icae_tui.runs.kept import keeping
+    from icae_tui.runs.run import Run
+
+    config_home = tmp_path / "config"
+    (config_home / "icae-tui").mkdir(parents=True)
+    (config_home / "icae-tui" / "engines.toml").write_text(
+        f'[engines.far]\nbackend = "docker"\nhost = "{engine2.url}"\n'
+    )
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config_home))
+    task = fixture_catalog.tasks["mini"]
+    config = RunConfig(task=task, agent="scripted:good", pace_s=0, keep_delivery=True,
+                       engine="far")  # fmt: skip
+    run = Run(config, store)
+    outcome = await run.execute()
+    assert outcome.status == "completed" and outcome.sides is not None, outcome.error
+    kept = keeping(task, config.engine)(outcome)  # as the console's live source keeps it
+    assert kept is not None
+    try:
+        for side, listed in ((Side.DELIVERY, "mini.py"), (Side.ORACLE, None)):
+            shell = await kept.shell(side)
+            argv = list(shell.argv)
+            assert argv[:3] == ["docker", "-H", engine2.url], argv
+            assert argv[-2:] == ["bash", "-l"] and "-it" in argv
+            options = argv[: argv.index(shell.image)]
+            assert options[options.index("--hostname") + 1] == "sandbox"
+            batch = [a for a in argv[:-2] if a != "-it"]
+            done = subprocess.run([*batch, "bash", "-lc", f"hostname; ls {shell.workdir}"],
+                                  capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+            assert done.returncode == 0, done.stderr
+            lines = done.stdout.splitlines()
+            assert lines[0] == "sandbox"
+            if listed is not None:
+                assert listed in lines[1:]
+            # the first engine has no such image: the shell could only open there
+            here = subprocess.run(
+                ["docker", "image", "inspect", shell.image], capture_output=True, check=False
+            )
+            assert here.returncode != 0
+    finally:
+        await kept.discard()
+    assert engine2.cli("image", "inspect", outcome.sides.delivery_image).returncode != 0
+
+
 class _FixedUser:
     """An automatic user with one answer (the channel asks it for a draft)."""
 

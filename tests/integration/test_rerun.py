@@ -43,7 +43,7 @@ async def test_rerun_a_failing_case_as_it_was_and_edited(fixture_catalog, store)
 
     await discard_delivery(sides)
     assert not await _image_exists(sides.delivery_image)
-    argv = shell_argv(sides.oracle_image, task.spec.cases.workdir)
+    argv = await shell_argv(sides.oracle_image, task.spec.cases.workdir)
     assert argv[:6] == ["docker", "run", "--rm", "-it", "--network", "none"]
 
 

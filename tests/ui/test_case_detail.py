@@ -417,6 +417,7 @@ async def test_a_command_case_edits_its_command_and_refuses_an_empty_one(
 # --- shells ----------------------------------------------------------------------------------
 
 
+@pytest.mark.docker  # the run's engine gives the shell's command (its `shell_argv`)
 async def test_shell_without_docker_cli_says_so(app, mini_with_files, monkeypatch):
     from icae_tui.ui.screens import case_detail
 
@@ -431,6 +432,7 @@ async def test_shell_without_docker_cli_says_so(app, mini_with_files, monkeypatc
         assert "icae-delivery-mini:test" in told and "-w /workspace" in told
 
 
+@pytest.mark.docker
 async def test_shell_where_the_terminal_cannot_be_handed_over_says_so(
     app, mini_with_files, monkeypatch
 ):
@@ -447,6 +449,17 @@ async def test_shell_where_the_terminal_cannot_be_handed_over_says_so(
         assert not ran
         assert "cannot hand its terminal over" in app.told[-1]
         assert "icae-oracle-mini:test" in app.told[-1] and "-w /opt/oracle" in app.told[-1]
+
+
+async def test_shell_on_an_engine_that_cannot_be_opened_says_so(app, mini_with_files):
+    ctx = CaseContext(task=mini_with_files, kept=KeptImages(mini_with_files, SIDES, "nowhere"),
+                      run_id="r1", gone="")  # fmt: skip
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_detail(app, pilot, wrong(), context=ctx)
+        await pilot.press("s")
+        await until(pilot, lambda: bool(app.told))
+        assert "The run's engine cannot open a shell" in app.told[-1]
+        assert "'nowhere'" in app.told[-1]
 
 
 # --- the console keeps its runs' deliveries ---------------------------------------------------

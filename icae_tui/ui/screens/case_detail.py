@@ -38,6 +38,7 @@ from icae_tui.display.wording import ladder_segments
 from icae_tui.domain.events import BuildChecked
 from icae_tui.domain.results import CaseResult, MetricSpec, Verdict
 from icae_tui.domain.task import CaseRef
+from icae_tui.errors import ConfigError, InfraError
 from icae_tui.ui.keymap import keyed
 from icae_tui.ui.text import exit_text, safe, segments, verdict_text
 from icae_tui.ui.widgets.case_view import (
@@ -426,12 +427,17 @@ class CaseDetailScreen(ModalScreen[None]):
 
     # --- shells --------------------------------------------------------------------------------
 
-    def action_shell(self, side: str) -> None:
+    async def action_shell(self, side: str) -> None:
         ctx = self.context()
         if ctx.kept is None or ctx.why_not:
             self.notify(ctx.why_not, title="Shell", severity="warning")
             return
-        shell = ctx.kept.shell(Side(side))
+        try:  # the run's engine gives the command (a remote one's names that engine)
+            shell = await ctx.kept.shell(Side(side))
+        except (InfraError, ConfigError) as err:
+            self.notify(f"The run's engine cannot open a shell: {err}", title="Shell",
+                        severity="error", timeout=20, markup=False)  # fmt: skip
+            return
         argv, line, image, workdir = list(shell.argv), shell.line, shell.image, shell.workdir
         if shutil.which(argv[0]) is None:
             self.notify(f"docker's command-line client is not installed here. With it: {line}",

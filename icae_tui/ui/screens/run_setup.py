@@ -26,8 +26,14 @@ from textual.containers import Grid, Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Select, Static
 
-from icae_tui.agents.config import AgentConfig, AgentEntry, endpoint_text, what_to_set
-from icae_tui.agents.registry import KINDS, available_agents, configured_agents
+from icae_tui.agents.config import (
+    AgentConfig,
+    AgentEntry,
+    AgentKind,
+    endpoint_text,
+    what_to_set,
+)
+from icae_tui.agents.registry import agent_kinds, available_agents, configured_agents
 from icae_tui.display.wording import limits_line
 from icae_tui.domain.states import ResponderMode
 from icae_tui.domain.task import Level, Task
@@ -114,7 +120,7 @@ class AgentChoice:
 
     def label(self) -> Text:
         text = clip(self.spec, LABEL_WIDTH - len(self.state) - 3)
-        if not self.spec.startswith("scripted:"):
+        if not self.spec.startswith(AgentKind.SCRIPTED.prefix):
             text.append(f" — {self.state}", style="green" if self.ready else "yellow")
         return text
 
@@ -129,7 +135,7 @@ def configured_choice(entry: AgentEntry, environ: Mapping[str, str]) -> AgentCho
     detail = f"{model} @ {endpoint_text(s, environ)}" if model else str(entry.kind)
     detail += f" · limits {limits_line(s.limits)} · from {where}"
     fix = ""
-    if str(entry.kind) not in KINDS:
+    if entry.kind not in agent_kinds():
         fix = f"{entry.kind} agents cannot be run by this version"
     else:
         fix = what_to_set(entry, environ)  # the words `icae agents` says too
@@ -172,7 +178,7 @@ class RunSetupScreen(ModalScreen[RunConfig | None]):
         self.choices = {c.spec: c for c in agent_choices(task, self.agents_config)}
         self.agents = list(self.choices)
         self.ready_agents = [c.spec for c in self.choices.values() if c.ready]
-        self.has_scripted = any(a.startswith("scripted:") for a in self.agents)
+        self.has_scripted = any(a.startswith(AgentKind.SCRIPTED.prefix) for a in self.agents)
         self.settings_file = settings_file or config_dir() / SETTINGS_FILE
         settings, _problems = load_settings(self.settings_file)  # notified when the app began
         remembered = settings.setups.get(task.id) or settings.last_setup
@@ -241,7 +247,7 @@ class RunSetupScreen(ModalScreen[RunConfig | None]):
             text.append_text(safe(choice.fix, limit=400))
             return text
         text = Text(f"question budget {task.spec.budget} · {len(task.cases)} cases", "dim")
-        if not choice.spec.startswith("scripted:"):
+        if not choice.spec.startswith(AgentKind.SCRIPTED.prefix):
             text.append("\n")
             text.append_text(safe(choice.detail, "dim", limit=400))
         if self.initial.passed_over and choice.spec == self.initial.agent:
