@@ -44,7 +44,7 @@ import aiohttp  # noqa: E402
 
 from icae_tui.gateway import GatewayConfig, serving  # noqa: E402
 from icae_tui.local_models.catalog import DEFAULT_MODEL  # noqa: E402
-from icae_tui.local_models.server import local_endpoint  # noqa: E402
+from icae_tui.local_models.server import SERVERS  # noqa: E402
 
 PROMPT = (
     "Write a Python command-line tool `semver.py` that compares two semantic versions given "
@@ -126,7 +126,7 @@ def load() -> str:
 
 
 async def speed(name: str, rounds: int) -> None:
-    async with local_endpoint(name, owner="benchmarks/local_model.py") as served:
+    async with SERVERS.lease(name, owner="benchmarks/local_model.py") as served:
         print(f"{served.model} at {served.base_url} (pid {served.pid}); {os.cpu_count()} cores; "
               f"{load()}")  # fmt: skip
         key_env = served.export_key()

@@ -545,10 +545,10 @@ def model_endpoint(args: argparse.Namespace, loop: asyncio.AbstractEventLoop) ->
         yield args.model, args.base_url, key or "not-needed"
         return
     from icae_tui.local_models.catalog import DEFAULT_MODEL
-    from icae_tui.local_models.server import local_endpoint
+    from icae_tui.local_models.server import SERVERS
 
     name = DEFAULT_MODEL if args.model == "local" else args.model
-    lease = local_endpoint(name, owner="benchmarks/user_fidelity.py")
+    lease = SERVERS.lease(name, owner="benchmarks/user_fidelity.py")
     served = loop.run_until_complete(lease.__aenter__())
     try:
         yield served.model, served.base_url, served.api_key

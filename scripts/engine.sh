@@ -6,7 +6,7 @@
 # The engine this script starts keeps its data on a btrfs file system of its own (a sparse
 # file mounted through a loop device, quotas on): every box's writable layer is then a btrfs
 # subvolume with a quota, so a box cannot take more of the host's disk than its limit
-# (icae_tui/sandbox/disk.py). Where that cannot be set up (no loop devices, no btrfs), the
+# (icae_tui/sandbox/docker/disk.py). Where that cannot be set up (no loop devices, no btrfs), the
 # engine uses its default data root and disk limits are watched from the host instead.
 # An engine that is already running is used as it is.
 set -euo pipefail

@@ -410,7 +410,7 @@ def test_icae_agents_lists_every_agent_and_exits_0_when_no_configured_one_is_rea
     row, detail, where, todo = blocks["command:claude-code"]
     assert "installs on first run" in detail and "ANTHROPIC_API_KEY" in todo
     # the scripted agents of the tasks, ready, with the tasks that have them
-    assert [a for a in blocks if a.startswith("scripted:")] == [
+    assert [a for a in blocks if a.startswith(AgentKind.SCRIPTED.prefix)] == [
         "scripted:broken", "scripted:good", "scripted:partial"
     ]  # fmt: skip
     row, detail = blocks["scripted:good"]

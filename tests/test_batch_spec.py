@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from icae_tui.batch.plan import BatchItem, ItemState, expand, progress_of
+from icae_tui.batch.plan import Attempt, BatchItem, ItemState, expand, progress_of
 from icae_tui.batch.spec import BatchLimits, BatchSpec, BatchSpecError, match_tasks, parse_spec
-from icae_tui.batch.store import Attempt
 from icae_tui.domain.states import FailureKind, ResponderMode, RunStatus
 from icae_tui.domain.task import Level
 from icae_tui.store.database import RunRow

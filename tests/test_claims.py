@@ -243,7 +243,7 @@ async def test_a_scripted_agent_claiming_success_over_a_partial_delivery_is_flag
 
 def test_markdown_and_html_reports_show_the_contradicted_claims_and_the_combined_score():
     from icae_tui.domain.diagnostics import ReviewScore
-    from icae_tui.results.report import ReportFormat, render_report
+    from icae_tui.results.report import render_report
 
     events = _events(said=None, submitted="All tests pass.", results=PARTIAL)
     review = ReviewScore(execution=0.6, review=0.5, combined=0.58,
@@ -251,12 +251,12 @@ def test_markdown_and_html_reports_show_the_contradicted_claims_and_the_combined
     for ev in events:
         if isinstance(ev, ScoreUpdated | RunFinished) and ev.score is not None:
             ev.score = ev.score.model_copy(update={"review": review})
-    md = render_report(events, ReportFormat("md"))
+    md = render_report(events, "md")
     assert isinstance(md, str)
     assert "## Completion claims" in md and "**1 contradicted by the results**" in md
     assert '- "All tests pass" — 3/5 passed' in md
     assert "**58.0 %** = 0.8 × execution 60.0 % + 0.2 × review 50.0 %" in md
-    page = render_report(events, ReportFormat("html"))
+    page = render_report(events, "html")
     assert isinstance(page, str)
     assert "<b>1 contradicted by the results</b>" in page and "3/5 passed" in page
     assert "<b>58.0 %</b> = 0.8 × execution" in page

@@ -3,7 +3,7 @@ manifests, paths shown relative to the work directory, engine noise and ignored 
 out."""
 
 from icae_tui.sandbox.docker.hostview import ENGINE_NOISE
-from icae_tui.sandbox.docker.sides import fallback_diff
+from icae_tui.sandbox.docker.manifest import fallback_diff
 from icae_tui.sandbox.effects import to_file_changes
 
 

@@ -13,6 +13,10 @@ no Docker).
     widgets), never from outside `ui/`.
 (c) Every third-party top-level import in icae_tui is a dependency declared in
     pyproject.toml (import names mapped to distribution names in `IMPORT_TO_DIST`).
+(d) The import graph (tests/layers.py: every import, lazy and `TYPE_CHECKING` ones too) has
+    no cycle, and every import keeps to the table of layers there (`LAYERS`, with its
+    commented `EXCEPTIONS`); the console (`icae_tui/ui/`) reaches neither the docker backend
+    nor its clients even through other modules, but through the run handle's module.
 
 Allow-lists are exact: an entry that no longer matches anything fails too, so it is removed
 with the code it excused.
@@ -26,6 +30,8 @@ import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests import layers
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "icae_tui"
@@ -264,6 +270,68 @@ def test_c_every_third_party_import_is_declared():
         )
 
 
+def test_d_no_import_cycle_in_the_package():
+    edges = {name: set(targets) for name, targets in layers.graph().items()}
+    found = layers.cycles(edges)
+    assert not found, (
+        "modules that import each other (counting lazy and TYPE_CHECKING imports); move what "
+        "both need into a third module, or invert the dependency:\n"
+        + "\n".join(" <-> ".join(cycle) for cycle in found)
+    )
+
+
+def test_d_the_layer_table_only_looks_down():
+    names = [name for name, _ in layers.LAYERS]
+    assert len(names) == len(set(names))
+    modules = layers.modules()
+    for position, (name, allowed) in enumerate(layers.LAYERS):
+        full = f"icae_tui.{name}" if name else "icae_tui"
+        assert any(m == full or m.startswith(f"{full}.") for m in modules), f"no layer {name!r}"
+        above = [a for a in allowed if a not in names[:position]]
+        assert not above, f"{name!r} may import {above}: only layers listed before it"
+
+
+def test_d_every_import_keeps_to_the_layers():
+    allowed = dict(layers.LAYERS)
+    against: list[str] = []
+    excused: set[tuple[str, str]] = set()
+    for module, targets in layers.graph().items():
+        own = layers.layer_of(module)
+        for target, line in sorted(targets.items()):
+            theirs = layers.layer_of(target)
+            if theirs == own or theirs in allowed[own]:
+                continue
+            if (module, target) in layers.EXCEPTIONS:
+                excused.add((module, target))
+                continue
+            against.append(f"{module}:{line} ({own or 'icae_tui'}) imports {target} ({theirs})")
+    assert not against, (
+        "imports against the layers of tests/layers.py (invert the dependency, or move what is "
+        "shared down; a real need goes into the table and docs/ARCHITECTURE.md):\n"
+        + "\n".join(against)
+    )
+    stale = set(layers.EXCEPTIONS) - excused
+    assert not stale, f"EXCEPTIONS that match no import (remove them): {sorted(stale)}"
+
+
+def test_d_the_console_reaches_no_engine_even_indirectly():
+    edges = {name: set(targets) for name, targets in layers.graph().items()}
+    libraries = layers.libraries()
+    console = sorted(m for m in edges if m == layers.CONSOLE or m.startswith(f"{layers.CONSOLE}."))
+    came_from = layers.reached(edges, console, through=layers.CONSOLE_GATEWAYS)
+    found = []
+    for module in sorted(set(console) | set(came_from)):
+        banned = module.startswith(layers.CONSOLE_NEVER_MODULES)
+        clients = sorted(libraries[module] & layers.CONSOLE_NEVER_LIBRARIES)
+        if banned or clients:
+            path = [module]
+            while path[-1] in came_from:
+                path.append(came_from[path[-1]])
+            what = f"imports {', '.join(clients)}" if clients else "is the docker backend"
+            found.append(f"{module} {what}, reached by " + " <- ".join(path[1:]))
+    assert not found, "the console reaches the engine:\n" + "\n".join(found)
+
+
 # --- the checks themselves, on small sources ----------------------------------------------
 
 
@@ -296,6 +364,20 @@ def test_rule_b_flags_private_names_and_modules():
     ]
     within_ui = "from icae_tui.ui.widgets.trace import _Row\nfrom icae_tui.runs.run import _x\n"
     assert _check(private_imports, within_ui, "icae_tui/ui/screens/run.py") == ["icae_tui.runs.run._x"]
+
+
+def test_rule_d_a_module_is_in_its_longest_layer():
+    assert layers.layer_of("icae_tui.runs.kept") == "runs.kept"
+    assert layers.layer_of("icae_tui.runs.log") == "runs"
+    assert layers.layer_of("icae_tui.sandbox.docker.pool") == "sandbox.docker"
+    assert layers.layer_of("icae_tui.errors") == "errors"
+    assert layers.layer_of("icae_tui") == ""
+
+
+def test_rule_d_finds_cycles_and_what_is_reached():
+    assert layers.cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    edges = {"ui": {"k", "x"}, "k": {"docker"}, "x": {"y"}, "y": set()}
+    assert layers.reached(edges, ["ui"], through=frozenset({"k"})) == {"x": "ui", "y": "x"}
 
 
 def test_rule_c_sees_third_party_imports_anywhere():

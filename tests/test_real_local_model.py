@@ -15,7 +15,7 @@ from icae_tui.domain.events import ModelCallMade, QuestionAnswered
 from icae_tui.domain.states import AnsweredBy, ModelRole, RunStatus, UserMode
 from icae_tui.domain.task import Level
 from icae_tui.local_models.catalog import DEFAULT_MODEL, MODELS
-from icae_tui.local_models.server import SERVERS, local_endpoint, not_ready
+from icae_tui.local_models.server import SERVERS, not_ready
 from icae_tui.runs.config import RunConfig
 from icae_tui.runs.run import Run
 from icae_tui.users.model_user import DirectChat, ModelConfig, ModelUser
@@ -38,7 +38,7 @@ def installed(monkeypatch):
 
 async def test_the_real_model_confirms_a_records_own_question_and_the_user_stays_verbatim(mini_data):
     question = "How is the word count formatted?"  # C002's own trigger phrase
-    async with local_endpoint(DEFAULT_MODEL, owner="tests") as served:
+    async with SERVERS.lease(DEFAULT_MODEL, owner="tests") as served:
         config = ModelConfig(model=served.model, base_url=served.base_url,
                              api_key=served.api_key, timeout_s=300, mode=UserMode.VERIFY)  # fmt: skip
         check = await Verifier(DirectChat(config), served.model).check(question, "Print words=<n>.")

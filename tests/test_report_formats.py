@@ -29,13 +29,13 @@ from icae_tui.domain.results import CaseResult, Score, SideRun, SplitScore, Verd
 from icae_tui.domain.runtimes import RECIPES, version_line
 from icae_tui.domain.states import AnsweredBy, ResponderMode, RunStatus
 from icae_tui.domain.task import Split
-from icae_tui.results.report import (
-    REPORT_SCHEMA,
-    ReportFormat,
-    build_report,
-    render_report,
-    write_report,
+from icae_tui.results.formats.registry import (
+    format_for_path,
+    format_names,
+    report_format,
+    report_formats,
 )
+from icae_tui.results.report import REPORT_SCHEMA, build_report, render_report, write_report
 
 # What a hostile agent or delivery prints: markup of every kind, a NUL, an ANSI escape, what
 # XML 1.0 forbids (U+FFFE, a lone surrogate as surrogateescape leaves invalid UTF-8), a URL
@@ -113,7 +113,15 @@ def events():
      ("r.html", "html"), ("r.htm", "html"), ("report", "json"), ("r.txt", "json")],
 )  # fmt: skip
 def test_the_format_comes_from_the_suffix_json_when_it_names_none(name, fmt):
-    assert ReportFormat.for_path(Path(name)) is ReportFormat(fmt)
+    assert format_for_path(Path(name)) is report_format(fmt)
+
+
+def test_the_formats_come_from_the_registry_in_order():
+    assert [f.suffix for f in report_formats()] == ["json", "md", "xml", "html"]
+    assert format_names() == ["json", "md", "markdown", "junit", "xml", "html"]
+    assert report_format("junit") is report_format("xml")
+    with pytest.raises(ValueError):
+        report_format("pdf")
 
 
 def test_a_json_report_is_written_as_before(events, tmp_path):
@@ -129,11 +137,11 @@ def test_a_json_report_is_written_as_before(events, tmp_path):
 
 
 def test_each_format_is_written_by_its_suffix_or_as_told(events, tmp_path):
-    for fmt in ReportFormat:
+    for fmt in report_formats():
         body = render_report(events, fmt)
-        assert isinstance(body, bytes if fmt is ReportFormat.JUNIT else str)
-        by_suffix = write_report(events, tmp_path / f"r.{fmt.value}")
-        told = write_report(events, tmp_path / f"told-{fmt.value}.out", fmt)
+        assert isinstance(body, bytes if fmt.suffix == "xml" else str)
+        by_suffix = write_report(events, tmp_path / f"r.{fmt.suffix}")
+        told = write_report(events, tmp_path / f"told-{fmt.suffix}.out", fmt)
         raw = body if isinstance(body, bytes) else body.encode()
         assert by_suffix.read_bytes() == told.read_bytes() == raw
 
@@ -158,7 +166,7 @@ def _no_raw_hostile(text: str) -> None:
 
 
 def test_markdown_figures_say_what_they_are_over_and_the_agent_stays_literal(events):
-    md = render_report(events, ReportFormat.MARKDOWN)
+    md = render_report(events, "md")
     assert isinstance(md, str)
     # the hostile pattern name is a code span (literal in Markdown); everywhere else the
     # hostile text is escaped
@@ -194,7 +202,7 @@ def test_markdown_figures_say_what_they_are_over_and_the_agent_stays_literal(eve
 
 
 def test_junit_is_valid_xml_one_suite_per_split_whatever_the_delivery_printed(events):
-    body = render_report(events, ReportFormat.JUNIT)
+    body = render_report(events, "xml")
     assert isinstance(body, bytes) and body.startswith(b"<?xml")
     body.decode("utf-8")  # strict
     root = ET.fromstring(body)
@@ -234,7 +242,7 @@ class _Page(HTMLParser):
 
 
 def test_html_is_one_self_contained_page_with_four_charts_and_the_agent_escaped(events):
-    page = render_report(events, ReportFormat.HTML)
+    page = render_report(events, "html")
     assert isinstance(page, str)
     _no_raw_hostile(page)
     parsed = _Page()
@@ -258,12 +266,12 @@ def test_a_run_that_never_built_says_so_and_has_no_figures():
                    responder=ResponderMode.SIMULATED, budget=1, prd="p"),
         RunFinished(ts=T0 + 1, status=RunStatus.FAILED, error="engine gone"),
     ]  # fmt: skip
-    md = render_report(events, ReportFormat.MARKDOWN)
+    md = render_report(events, "md")
     assert "failed — engine gone" in md and "not reached" in md
     assert "| **Overall** (ICAE-Bench) | **—** | 0 / 0 counted" in md  # unknown, not 0
-    page = render_report(events, ReportFormat.HTML)
+    page = render_report(events, "html")
     assert isinstance(page, str) and "no question asked" in page
-    root = ET.fromstring(render_report(events, ReportFormat.JUNIT))
+    root = ET.fromstring(render_report(events, "xml"))
     assert root.get("tests") == "0"
     jsonschema.validate(build_report(events), json.loads(REPORT_SCHEMA.read_text()))
 
@@ -283,9 +291,9 @@ def test_the_tasks_language_version_is_stated_where_the_image_build_said_it():
     assert report["run"]["runtime"] == {"name": "ruby", "version": "3.3.8"}
     assert report["run"]["task"] == "t"
     jsonschema.validate(report, json.loads(REPORT_SCHEMA.read_text()))
-    md = render_report(events, ReportFormat.MARKDOWN)
+    md = render_report(events, "md")
     assert isinstance(md, str) and "- **Task** `t`, level L1 on ruby 3.3.8; **agent**" in md
-    page = render_report(events, ReportFormat.HTML)
+    page = render_report(events, "html")
     assert isinstance(page, str) and "Level L1 · on ruby 3.3.8 · questions" in page
-    unsaid = render_report(events[2:], ReportFormat.MARKDOWN)
+    unsaid = render_report(events[2:], "md")
     assert isinstance(unsaid, str) and "- **Task** `t`, level L1; **agent**" in unsaid

@@ -18,7 +18,7 @@ import pytest
 
 from icae_tui.catalog import recordings
 from icae_tui.results.formats import svg
-from icae_tui.results.report import ReportFormat, render_report
+from icae_tui.results.report import render_report
 
 ROOT = Path(__file__).resolve().parent.parent
 # a real run with failures, so every chart has something to draw (tidy, scripted:partial)
@@ -115,7 +115,7 @@ pre.textContent = JSON.stringify(out); document.body.appendChild(pre);
 
 def test_the_html_report_shows_its_charts_in_chromium(chromium, tmp_path):
     events = recordings.load(RECORDING)
-    page = render_report(events, ReportFormat.HTML)
+    page = render_report(events, "html")
     assert isinstance(page, str) and "<script" not in page  # the page itself has none
     report = tmp_path / "report.html"
     report.write_text(page, encoding="utf-8")

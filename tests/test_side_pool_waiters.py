@@ -9,7 +9,8 @@ import asyncio
 from typing import Any
 
 from icae_tui.sandbox.base import Role
-from icae_tui.sandbox.docker.sides import Box, SidePool
+from icae_tui.sandbox.docker.pool import SidePool
+from icae_tui.sandbox.docker.proof import Box
 
 
 class Pool(SidePool):

@@ -1,8 +1,8 @@
 """Trace parsers: each CLI agent's native output as trace events, and how its run ended.
 
 Most fixtures under tests/fixtures/native_logs/ were WRITTEN BY HAND from the formats
-documented in /work/shared/design/AGENTS.md (and, for mini-swe-agent's tool messages and exit
-statuses, its source at a83fcae). The `real-run.*` ones were PRODUCED BY REALLY RUNNING the
+documented in each parser's docstring (icae_tui/agents/parsers/; and, for mini-swe-agent's tool
+messages and exit statuses, its source at a83fcae). The `real-run.*` ones were PRODUCED BY REALLY RUNNING the
 agents (Claude Code 2.1.332, Codex CLI 0.171.0, mini-swe-agent 2.4.6, Aider 0.86.2) in
 tests/integration/test_cli_agents.py against its local model servers, kept with
 ICAE_KEEP_NATIVE_LOGS=DIR. No Docker here.

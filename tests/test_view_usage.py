@@ -80,7 +80,8 @@ def test_the_hints_follow_each_figure():
 def test_without_limits_the_model_figures_are_the_old_ones():
     u = w.Usage(calls=5, tokens_in=500, tokens_out=100, infra_failures=2)
     assert w.usage_lines(u) == ["model: 5 call(s) · 500→100 tokens · 2 upstream failure(s) retried"]
-    assert w.model_usage(5, 600, 100, 0.012) == "5 call(s) · 600→100 tokens · $0.012"
+    priced = w.Usage(calls=5, tokens_in=600, tokens_out=100, cost=0.012)
+    assert w.plain(w.model_segments(priced)) == "5 call(s) · 600→100 tokens · $0.012"
     assert w.usage_segments(w.Usage()) == [] and w.usage_lines(w.Usage()) == []
 
 

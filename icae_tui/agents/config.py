@@ -43,17 +43,22 @@ from icae_tui.domain.agent import Limits, ModelNeed, WireApi
 from icae_tui.domain.states import UserMode
 from icae_tui.util.documents import TooDeep, load_toml
 from icae_tui.util.endpoint_urls import url_problem
+from icae_tui.util.plugins import load_plugins
 
 DEFAULTS_FILE = Path(__file__).with_name("defaults.toml")
 
 
 class AgentKind(StrEnum):
+    """The built-in kinds (agents/registry.py registers them; a plug-in may add others)."""
+
     SCRIPTED = "scripted"  # a task's solutions/ folder: `scripted:<solution>`, never in TOML
     MODEL = "model"  # the built-in model-driven agent
     COMMAND = "command"  # a CLI agent installed and run in the sandbox
 
-
-DECLARABLE_KINDS = (AgentKind.MODEL, AgentKind.COMMAND)
+    @property
+    def prefix(self) -> str:
+        """How an agent spec of this kind starts (`scripted:`): `kind:name`."""
+        return f"{self.value}:"
 
 
 class TraceParser(StrEnum):
@@ -227,11 +232,32 @@ class CommandAgentConfig(EndpointConfig):
     pids: Annotated[int, Field(strict=True, ge=64)] | None = None
 
 
-AgentSettings = ModelAgentConfig | CommandAgentConfig
-_MODELS: dict[str, type[BaseModel]] = {
+# An `[agents.<name>]` entry's settings: those of its kind, an EndpointConfig with a `kind`
+AgentSettings = EndpointConfig
+# The kinds an agents file may declare, and their entries' settings: fed by the agent-kind
+# registry (agents/registry.py: a kind registered with `settings`), the built-in two here
+# already since their settings are declared above.
+_DECLARED: dict[str, type[EndpointConfig]] = {
     AgentKind.MODEL: ModelAgentConfig,
     AgentKind.COMMAND: CommandAgentConfig,
 }
+AGENT_KIND_PLUGINS = "icae_tui.agent_kinds"  # entry points (util/plugins.py)
+
+
+def declare_kind(kind: str, settings: type[EndpointConfig] | None) -> None:
+    """Let agents files declare `kind` entries read as `settings` (None: no longer)."""
+    if settings is None:
+        _DECLARED.pop(kind, None)
+    elif kind == AgentKind.SCRIPTED:
+        raise ValueError("scripted agents are never declared in agents files")
+    else:
+        _DECLARED[kind] = settings
+
+
+def declarable_kinds() -> tuple[str, ...]:
+    """The kinds an agents file may declare (installed plug-ins' too)."""
+    load_plugins(AGENT_KIND_PLUGINS)
+    return tuple(_DECLARED)
 
 
 Settings = TypeVar("Settings", bound=ModelEndpoint)
@@ -268,8 +294,10 @@ class AgentEntry(Declared[AgentSettings]):
     SECTION = Section.AGENTS
 
     @property
-    def kind(self) -> AgentKind:
-        return self.settings.kind
+    def kind(self) -> str:
+        """Its kind's name: an AgentKind for the built-in kinds."""
+        kind = getattr(self.settings, "kind", "")
+        return kind if isinstance(kind, str) else str(kind)
 
     @property
     def spec(self) -> str:
@@ -464,7 +492,7 @@ def parse_entry(name: str, raw: Any) -> tuple[AgentSettings | None, list[Problem
     if problems := _shape_problems(name, raw, "agent"):
         return None, problems
     kind = raw.get("kind")
-    known = ", ".join(DECLARABLE_KINDS)
+    known = ", ".join(declarable_kinds())
     if kind is None:
         return None, [(("kind",), f"missing; one of {known}")]
     if kind == AgentKind.SCRIPTED:
@@ -475,13 +503,12 @@ def parse_entry(name: str, raw: Any) -> tuple[AgentSettings | None, list[Problem
                 "offered as scripted:<solution>",
             )
         ]
-    if not isinstance(kind, str) or kind not in _MODELS:
+    if not isinstance(kind, str) or kind not in _DECLARED:
         return None, [(("kind",), f"unknown kind {kind!r}; one of {known}")]
     try:
-        settings = _MODELS[kind].model_validate(raw)
+        settings = _DECLARED[kind].model_validate(raw)
     except ValidationError as err:
         return None, [(tuple(e["loc"]), _message(e["msg"])) for e in err.errors()]
-    assert isinstance(settings, ModelAgentConfig | CommandAgentConfig)
     return settings, []
 
 

@@ -23,7 +23,7 @@ from icae_tui.batch.spec import BatchSpec
 from icae_tui.domain.states import FailureKind, RunStatus
 
 if TYPE_CHECKING:
-    from icae_tui.batch.store import Attempt
+    from icae_tui.store.database import RunRow
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,15 @@ class ItemState(StrEnum):
     DONE = "done"  # a completed run: scored
     FAILED = "failed"  # a result all the same: the agent's, the input's, a bug of ours
     GAVE_UP = "gave_up"  # infrastructure failed it max_attempts times
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """A run started for an item (batch/store.py keeps them)."""
+
+    item_key: str
+    attempt: int
+    run: RunRow | None  # None: the run never got its row (killed before it started)
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ import time
 from dataclasses import dataclass
 from enum import StrEnum
 
-from icae_tui.batch.plan import BatchItem
+from icae_tui.batch.plan import Attempt, BatchItem
 from icae_tui.batch.spec import BatchSpec
-from icae_tui.store.database import RunRow, RunStore
+from icae_tui.store.database import RunStore
 from icae_tui.util.owners import owner_gone, this_host
 
 SCHEMA = """
@@ -71,13 +71,6 @@ class BatchRow:
     created_at: float
     finished_at: float | None
     owner_pid: int | None = None  # the process that created or last resumed it
-
-
-@dataclass(frozen=True)
-class Attempt:
-    item_key: str
-    attempt: int
-    run: RunRow | None  # None: the run never got its row (killed before it started)
 
 
 class BatchStore:

@@ -289,9 +289,10 @@ def _flag_model(args: argparse.Namespace, role: EndpointRole) -> ModelConfig | N
 
 def _warn_agent_endpoint(spec: str, agent_files: list[Path]) -> None:
     """The run's agent's endpoint gets the warning the role endpoints get."""
+    from icae_tui.agents.config import AgentKind
     from icae_tui.agents.registry import configured_agents, find_configured
 
-    if spec.startswith("scripted:"):
+    if spec.startswith(AgentKind.SCRIPTED.prefix):
         return
     entry = find_configured(configured_agents(agent_files), spec)
     if not isinstance(entry, str) and entry.settings.base_url:
@@ -573,7 +574,7 @@ def cmd_agents(args: argparse.Namespace) -> int:
 def _agent_ready(spec: str, config: AgentConfig, scripted: dict[str, list[str]]) -> int:
     """`icae agents --check [AGENT]`: 0 when AGENT (none: any configured agent) is ready,
     1 after a line saying what to set when it is not, 2 when AGENT names no agent."""
-    from icae_tui.agents.config import AgentState, what_to_set
+    from icae_tui.agents.config import AgentKind, AgentState, what_to_set
     from icae_tui.agents.registry import find_configured
 
     if not spec:
@@ -582,11 +583,11 @@ def _agent_ready(spec: str, config: AgentConfig, scripted: dict[str, list[str]])
         print("not ready: no configured agent is ready (what to set is listed under each)",
               file=sys.stderr)  # fmt: skip
         return 1
-    if spec.startswith("scripted:"):
+    if spec.startswith(AgentKind.SCRIPTED.prefix):
         if spec in scripted:
             return 0
-        known = ", ".join(s.removeprefix("scripted:") for s in scripted) or "none"
-        name = spec.removeprefix("scripted:")
+        known = ", ".join(s.removeprefix(AgentKind.SCRIPTED.prefix) for s in scripted) or "none"
+        name = spec.removeprefix(AgentKind.SCRIPTED.prefix)
         print(f"error: agent {printable(spec)!r}: {printable(name)!r} is not a solution of any "
               f"task (known: {known})", file=sys.stderr)  # fmt: skip
         return 2

@@ -19,6 +19,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from icae_tui.domain.states import RunStatus
+from icae_tui.results.formats.registry import (
+    format_for_path,
+    format_names,
+    report_format,
+    report_formats,
+)
 from icae_tui.results.repeats import Repeat, spread, summary, summary_lines
 from icae_tui.store.database import RunRow, RunStore
 from icae_tui.util.endpoint_urls import flag_problem, warn_endpoint
@@ -31,9 +37,6 @@ if TYPE_CHECKING:
     from icae_tui.users.model_user import ModelConfig
 
 ACTIONS = ("list", "show", "export", "compare", "rescore")
-# --format's names; the report module's own (ReportFormat) beside them are accepted too
-FORMATS = {"json": "json", "md": "md", "markdown": "md", "junit": "xml", "xml": "xml",
-           "html": "html"}  # fmt: skip
 
 
 CASES_SHOWN = 50  # rescore's changed cases listed
@@ -81,8 +84,10 @@ def add_arguments(runs: argparse.ArgumentParser) -> None:
     show.add_argument("run", metavar="RUN_ID")
     export = sub.add_parser("export", help="a run's report (JSON by default) or trajectory")
     export.add_argument("run", metavar="RUN_ID")
-    export.add_argument("--format", choices=list(FORMATS), default=None,
-                        help="json, md, junit or html (default: FILE's suffix, else json)")  # fmt: skip
+    formats = [fmt.format_names[0] for fmt in report_formats()]
+    export.add_argument("--format", choices=format_names(), default=None,
+                        help=f"{', '.join(formats[:-1])} or {formats[-1]} (default: FILE's "
+                        "suffix, else json)")  # fmt: skip
     export.add_argument("-o", "--output", metavar="FILE", help="write it here, not to stdout")
     export.add_argument("--trajectory", dest="export_trajectory", action="store_true",
                         help="the run's ATIF trajectory (JSON) instead of its report")  # fmt: skip
@@ -289,28 +294,22 @@ def _legacy_export(args: argparse.Namespace, store: RunStore) -> int:
 
 
 def render(events: list[Event], fmt: str) -> str | bytes:
-    """The run's report in `fmt` (a FORMATS name) through the report module's entry point;
-    JSON alone when the module has none."""
-    from icae_tui.results import report
+    """The run's report in `fmt` (a --format name: results/formats/registry.py)."""
+    from icae_tui.results.report import render_report
 
-    name = FORMATS[fmt]
-    entry = getattr(report, "render_report", None)
-    if entry is None:
-        if name != "json":
-            raise RunsError(f"{fmt} reports are not available in this version (only json)")
-        return json.dumps(report.build_report(events), indent=2, ensure_ascii=False)
     try:
-        body = entry(events, name)
-    except ValueError as err:  # a format the report module does not (yet) render
+        return render_report(events, fmt)
+    except ValueError as err:  # a format no module renders
         raise RunsError(f"{fmt} reports are not available: {err}") from None
-    return body if isinstance(body, bytes) else str(body)
 
 
 def format_for(path: Path) -> str:
-    """The FORMATS name a file's suffix gives (.json, .md, .xml, .html), else json."""
-    suffix = path.suffix.lower().lstrip(".")
-    suffix = {"markdown": "md", "htm": "html"}.get(suffix, suffix)
-    return suffix if suffix in FORMATS else "json"
+    """The format a file's suffix names (.json, .md, .xml, .html; a --format name too:
+    .junit), else json."""
+    try:
+        return report_format(path.suffix.lower().lstrip(".")).suffix
+    except ValueError:
+        return format_for_path(path).suffix
 
 
 def _emit(body: str | bytes, path: Path | None) -> None:

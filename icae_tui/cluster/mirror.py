@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from icae_tui.cluster.shipping import ShippingError, unpack
-from icae_tui.display.sources import Deliver
+from icae_tui.display.feed import Deliver
 from icae_tui.domain.events import (
     Event,
     QuestionAnswered,

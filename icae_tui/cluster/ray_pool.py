@@ -79,12 +79,6 @@ def connect(address: str) -> None:
         raise ClusterError(f"no Ray cluster at {address}: {err}") from None
 
 
-def disconnect() -> None:
-    ray = _ray()
-    if ray.is_initialized():
-        ray.shutdown()
-
-
 async def call(ref: Any) -> Any:
     """Await a remote call; the node's loss (its actor or node dead, unreachable) is NodeLost.
     An exception raised by our own code on the node comes back as it is."""

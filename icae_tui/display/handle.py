@@ -25,8 +25,8 @@ from icae_tui.domain.events import Event, RunStarted
 from icae_tui.domain.results import CaseResult, Score
 from icae_tui.domain.task import CaseRef, Task
 
-if TYPE_CHECKING:  # the sources give handles; a handle only calls them
-    from icae_tui.display.sources import Deliver, RunSource
+if TYPE_CHECKING:  # the sources give handles; a handle only calls them, as feeds
+    from icae_tui.display.feed import Deliver, Feed
     from icae_tui.display.view import RunView
 
 
@@ -95,7 +95,9 @@ class KeptDelivery(Protocol):
         """`ref` with its command (None: as it is) and its input replaced; the same id."""
         ...
 
-    def shell(self, side: Side) -> ShellCommand: ...
+    def shell(self, side: Side) -> Coroutine[Any, Any, ShellCommand]:
+        """The command of a shell in `side`'s image, as the run's engine gives it."""
+        ...
 
     def discard(self) -> Coroutine[Any, Any, None]:
         """Remove the delivery's image."""
@@ -165,7 +167,7 @@ class RunHandle:
 
     def __init__(
         self,
-        source: RunSource,
+        source: Feed,
         kind: RunKind,
         *,
         task: Task | None = None,

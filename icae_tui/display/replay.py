@@ -15,7 +15,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from icae_tui.display.sources import Deliver
+from icae_tui.display.feed import Deliver
 from icae_tui.display.view import RunView
 from icae_tui.domain.events import Event
 

@@ -20,42 +20,14 @@ import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any, Protocol
 
+from icae_tui.display.feed import Deliver, Feed
 from icae_tui.display.handle import Keep, RunHandle, RunKind
 from icae_tui.display.view import RunView
 from icae_tui.domain.events import Event, RunFinished, RunStarted
 from icae_tui.domain.task import Task
 
-Deliver = Callable[[Event], None]
 
-
-class RunSource(Protocol):
-    run_id: str
-    label: str  # what a display says before the run has started
-
-    def connect(self, deliver: Deliver) -> None:
-        """Call `deliver` with each event, in order (now, or as they happen)."""
-
-    def job(self) -> Coroutine[Any, Any, Any] | None:
-        """The work that produces the events (a live run's `execute()`), or None."""
-
-    def answer(self, question_id: int, text: str) -> bool:
-        """The operator's answer to a waiting question; False if nothing waits for it."""
-
-    def set_responder(self, mode: str) -> bool | None:
-        """Switch who answers; False if refused."""
-
-    async def pause_agent(self) -> bool:
-        """Pause the agent (a live run, while the agent builds); False if refused."""
-
-    async def resume_agent(self) -> bool:
-        """Let a paused agent go on; False if refused (nothing paused, a stored run)."""
-
-    def recorded(self) -> list[Event]:
-        """The run's events delivered so far, in order."""
-
-    def now(self, view: RunView) -> float:
-        """The time for the run's clock."""
-
+class RunSource(Feed, Protocol):
     def handle(self) -> RunHandle:
         """What the run can do, and the way to do it (the same handle each time)."""
 

@@ -229,12 +229,6 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
-def model_usage(calls: int, tokens_in: int, tokens_out: int, cost: float | None) -> str:
-    """`5 call(s) · 600→100 tokens · $0.012`: the model figures without their limits."""
-    return plain(model_segments(Usage(calls=calls, tokens_in=tokens_in, tokens_out=tokens_out,
-                                      cost=cost)))  # fmt: skip
-
-
 # --- usage against the agent's limits (the header's second line, the headless summary) ------
 
 WARN_AT = 0.8  # of a limit: a figure from here on is highlighted "warn", "error" once reached

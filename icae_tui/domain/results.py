@@ -26,7 +26,7 @@ class Verdict(StrEnum):
     TIME_LIMIT = "time_limit"
     MEMORY_LIMIT = "memory_limit"
     OUTPUT_LIMIT = "output_limit"
-    DISK_LIMIT = "disk_limit"  # its box's writable layer filled (icae_tui/sandbox/disk.py)
+    DISK_LIMIT = "disk_limit"  # its box's writable layer filled (icae_tui/sandbox/docker/disk.py)
     BUILD_ERROR = "build_error"
     ORACLE_ERROR = "oracle_error"
     ORACLE_NONDETERMINISTIC = "oracle_nondeterministic"
@@ -75,7 +75,7 @@ class SideRun(BaseModel):
     duration_s: float = 0.0
     left_running: int = 0  # processes still running after the command ended (then killed)
     box_died: bool = False  # every process of its box ended during the case (`kill -9 -1`)
-    disk_full: bool = False  # its box's writable layer filled (icae_tui/sandbox/disk.py)
+    disk_full: bool = False  # its box's writable layer filled (icae_tui/sandbox/docker/disk.py)
     changes: list[FileChange] = Field(default_factory=list)  # at most sidefx.CHANGES_CAP kept
     changes_total: int = 0  # every effective change found, kept or not
     changes_sha256: str = ""  # sidefx.changes_digest of all of them: compared past the cap

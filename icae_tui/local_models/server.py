@@ -287,11 +287,3 @@ class LocalServers:
 
 
 SERVERS = LocalServers()  # this process's
-
-
-@contextlib.asynccontextmanager
-async def local_endpoint(name: str, *, owner: str = "a benchmark") -> AsyncIterator[Running]:
-    """The model served for the block (found, or started and then stopped): `.base_url`,
-    `.api_key`. For callers outside a run (benchmarks, tests)."""
-    async with SERVERS.lease(name, owner=owner) as served:
-        yield served

@@ -8,9 +8,10 @@ giving the true counts; `dropped` counts the trace events past the run's store b
 Each turn carries `asked_at` and `answered_at` (the events' epoch seconds), so a report can
 draw when each question was asked and answered over the run.
 
-Every format (ReportFormat: JSON, Markdown, JUnit XML, HTML) is rendered from this dict by
-`render_report` / `write_report`; the formats' modules are icae_tui/results/formats/, and the JSON's
-schema is icae_tui/schemas/report-v3.schema.json (REPORT_SCHEMA).
+Every format (JSON, Markdown, JUnit XML, HTML: registered in icae_tui/results/formats/registry.py)
+is rendered from this dict by `render_report` / `write_report`; the formats' modules are
+icae_tui/results/formats/, and the JSON's schema is icae_tui/schemas/report-v3.schema.json
+(REPORT_SCHEMA).
 
 `run.runtime` is the task's language runtime and the version its image's probe printed (the
 image build's `runtime version:` line), when the task's images have a runtime layer.
@@ -25,7 +26,6 @@ Metrics are by name, as the run's scorers declared them: `metrics` lists the cas
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,7 @@ from icae_tui.domain.events import (
 from icae_tui.domain.runtimes import parse_version_line
 from icae_tui.domain.task import Reference
 from icae_tui.results.claims import claims_of
+from icae_tui.results.formats.registry import ReportFormat, format_for_path, report_format
 from icae_tui.users.metrics import interaction_metrics
 
 REPORT_VERSION = 3  # 2: bounded (refused_questions, dropped, capped_changes); 3: metrics by name
@@ -170,34 +171,16 @@ def build_report(events: list[Event]) -> dict[str, Any]:
     return report
 
 
-class ReportFormat(StrEnum):
-    """The formats a report is rendered in; each value is also its file suffix."""
-
-    JSON = "json"  # build_report's dict, as published in schemas/report-v3.schema.json
-    MARKDOWN = "md"  # for people: the headline score, tiers, patterns, failing cases
-    JUNIT = "xml"  # JUnit XML for CI systems: one testsuite per split, one testcase per case
-    HTML = "html"  # one self-contained page with inline SVG charts
-
-    @classmethod
-    def for_path(cls, path: Path) -> ReportFormat:
-        """The format a file's suffix names (.json, .md, .xml, .html; .markdown and .htm
-        too). Any other suffix, or none, gives JSON: the only format before there were more."""
-        suffix = path.suffix.lower().lstrip(".")
-        suffix = {"markdown": "md", "htm": "html"}.get(suffix, suffix)
-        return cls(suffix) if suffix in {f.value for f in cls} else cls.JSON
-
-
 def render_report(events: list[Event], fmt: ReportFormat | str) -> str | bytes:
-    """The run's report in `fmt`: text for JSON, Markdown and HTML, bytes (UTF-8, with its
-    XML declaration) for JUnit XML. Every format is drawn from build_report's dict."""
-    from icae_tui.results.formats import render  # the formats' modules (they need this one's dict)
-
-    return render(build_report(events), ReportFormat(fmt))
+    """The run's report in `fmt` (a registered format, or its name: results/formats/registry.py):
+    text for JSON, Markdown and HTML, bytes (UTF-8, with its XML declaration) for JUnit XML.
+    Every format is drawn from build_report's dict; ValueError for a name no format has."""
+    return report_format(fmt).render(build_report(events))
 
 
 def write_report(events: list[Event], path: Path, fmt: ReportFormat | str | None = None) -> Path:
     """Write the run's report to `path`, in `fmt` or the format its suffix names."""
-    chosen = ReportFormat(fmt) if fmt is not None else ReportFormat.for_path(path)
+    chosen = report_format(fmt) if fmt is not None else format_for_path(path)
     body = render_report(events, chosen)
     path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(body, bytes):

@@ -38,7 +38,7 @@ MAX_FILE_BYTES = 256 * 1024**2  # the largest file a box's process may write
 
 def file_limit(disk_bytes: int) -> int:
     """A box's RLIMIT_FSIZE: an eighth of its disk, at most MAX_FILE_BYTES (see
-    `sandbox/disk.py` on why a disk limit caps the file size)."""
+    `sandbox/docker/disk.py` on why a disk limit caps the file size)."""
     return max(1, min(MAX_FILE_BYTES, disk_bytes // 8))
 
 

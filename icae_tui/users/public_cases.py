@@ -27,10 +27,6 @@ def tc_id(file_name: str) -> str:
     return TC_PREFIX + Path(file_name).stem
 
 
-def is_tc(record_id: str) -> bool:
-    return record_id.startswith(TC_PREFIX)
-
-
 def _phrases(stem: str) -> list[str]:
     name = re.sub(r"[_\-.]+", " ", stem).strip()
     return [

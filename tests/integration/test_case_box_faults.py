@@ -17,7 +17,8 @@ from icae_tui.evaluation.differential import Evaluator, Sides
 from icae_tui.sandbox.docker import containers
 from icae_tui.sandbox.docker.backend import DockerSandbox
 from icae_tui.sandbox.docker.disk import DiskGuard, layer_size, quota_group_bytes
-from icae_tui.sandbox.docker.sides import Box, SidePool
+from icae_tui.sandbox.docker.pool import SidePool
+from icae_tui.sandbox.docker.proof import Box
 from tests.integration.tool_images import ToolImages, command_task
 
 pytestmark = pytest.mark.docker

@@ -25,7 +25,7 @@ from icae_tui.runs.config import RunConfig
 from icae_tui.runs.run import Run
 from icae_tui.sandbox.base import CasePath
 from icae_tui.sandbox.docker.backend import DockerSandbox
-from icae_tui.sandbox.docker.sides import SidePool, SideStats
+from icae_tui.sandbox.docker.pool import SidePool, SideStats
 from icae_tui.sandbox.docker.supervisor import Supervisor
 from tests.integration.tool_images import ToolImages, command_task
 

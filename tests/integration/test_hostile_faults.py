@@ -29,7 +29,8 @@ from icae_tui.evaluation.differential import EngineLost, Evaluator
 from icae_tui.runs.config import RunConfig
 from icae_tui.runs.run import Run
 from icae_tui.sandbox.docker.backend import DockerSandbox
-from icae_tui.sandbox.docker.sides import Box, SidePool
+from icae_tui.sandbox.docker.pool import SidePool
+from icae_tui.sandbox.docker.proof import Box
 from icae_tui.store.database import RunStore
 from tests.integration.tool_images import ToolImages, command_task, evaluate
 from tests.task_copies import add_solution, copy_mini, good_step, load_mini

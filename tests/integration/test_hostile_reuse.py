@@ -20,7 +20,8 @@ from icae_tui.evaluation.differential import Sides
 from icae_tui.sandbox.base import CasePath
 from icae_tui.sandbox.docker.engine import connect
 from icae_tui.sandbox.docker.hostview import process_state
-from icae_tui.sandbox.docker.sides import SidePool, kill_extras, left_running, proc_identity
+from icae_tui.sandbox.docker.pool import SidePool
+from icae_tui.sandbox.docker.proof import kill_extras, left_running, proc_identity
 from tests.integration.tool_images import ToolImages, command_task, evaluate
 
 pytestmark = pytest.mark.docker

@@ -70,7 +70,9 @@ async def test_a_batch_spreads_over_two_nodes_and_a_lost_nodes_run_finishes_on_t
     try:
         await _batch_on(cluster, engine2, tmp_path)
     finally:
-        ray_pool.disconnect()
+        import ray  # the extra's: the session ray_pool.connect joined
+
+        ray.shutdown()
 
 
 async def _batch_on(cluster: RayCluster, engine2: SecondEngine, tmp_path) -> None:

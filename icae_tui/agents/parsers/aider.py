@@ -4,7 +4,7 @@ Markdown, written by aider/io.py: `# aider chat started at …` opens a session,
 are the user's messages (the task: skipped), `> ` lines aider's own output (`> Tokens: …`,
 `> Applied edit to hello.txt`, warnings, errors, declined shell commands; a multi-line one
 continues unprefixed on the next lines), and the model's reply is written whole, unprefixed,
-after a blank line. See /work/shared/design/AGENTS.md §4.
+after a blank line (the agent itself: the README's Agents section).
 
 Events: the reply → AgentSaid, once the next marker line shows it is complete (aider always
 follows a reply with its token report); `Applied edit to X` → AgentWrote(X, 0); token

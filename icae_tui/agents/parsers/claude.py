@@ -2,7 +2,7 @@
 
 One JSON object per line: `assistant` lines carry one content block each (text, thinking,
 tool_use), `user` lines the tool_result blocks answering them, the `result` line how the
-session ended. See /work/shared/design/AGENTS.md §2.
+session ended (the agent itself: the README's Agents section).
 
 Bash is the shell: its tool_use is an AgentCommand at once and its tool_result the output
 and end. Every other tool waits for its tool_result, so the event can say whether it worked

@@ -2,8 +2,8 @@
 
 Top-level events `thread.started`, `turn.started`, `item.started|updated|completed`,
 `turn.completed`, `turn.failed` and `error`; items carry a `type` (agent_message, reasoning,
-command_execution, file_change, mcp_tool_call, …). See /work/shared/design/AGENTS.md §3 and
-openai/codex `codex-rs/exec/src/exec_events.rs`.
+command_execution, file_change, mcp_tool_call, …). See openai/codex
+`codex-rs/exec/src/exec_events.rs` (the agent itself: the README's Agents section).
 
 A command shows when it starts (item.started), its output and exit when it completes; every
 other item once completed (a to-do list completes with the turn). `error` events also carry

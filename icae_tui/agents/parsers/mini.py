@@ -3,8 +3,8 @@
 Top-level `messages` (system, user, assistant, tool, exit) and `info`. Assistant messages name
 their commands in `extra.actions`, tool messages carry `extra.raw_output` and
 `extra.returncode`, the `exit` message `extra.exit_status` and `extra.submission`. See
-/work/shared/design/AGENTS.md §1 and SWE-agent/mini-swe-agent `agents/default.py`,
-`environments/local.py`, `models/utils/actions_toolcall.py`.
+SWE-agent/mini-swe-agent `agents/default.py`, `environments/local.py`,
+`models/utils/actions_toolcall.py` (the agent itself: the README's Agents section).
 
 Each snapshot holds all messages so far: only those past the previous snapshot's count become
 events. A snapshot that does not parse (read while being written) yields nothing; the next

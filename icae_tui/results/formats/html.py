@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from icae_tui.results.formats import svg
+from icae_tui.results.formats.registry import ReportFormat, register_format
 from icae_tui.results.formats.summary import (
     SCORED,
     SCORED_LABEL,
@@ -259,3 +260,14 @@ def render_html(report: dict[str, Any]) -> str:
         _charts(s), _tables(s), _turns(s), _failures(s),
         "</body></html>\n",
     ])  # fmt: skip
+
+
+register_format(
+    ReportFormat(
+        "html",
+        "one self-contained page with inline SVG charts",
+        render_html,
+        suffixes=("htm",),
+        order=40,
+    )
+)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from icae_tui.results.formats.registry import ReportFormat, register_format
 from icae_tui.results.formats.summary import SPLITS, UNCOUNTED, percent, summarise
 from icae_tui.results.formats.text import xml, xml_line
 
@@ -92,3 +93,14 @@ def render_junit(report: dict[str, Any]) -> bytes:
     ET.indent(root)
     body: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)
     return body + b"\n"
+
+
+register_format(
+    ReportFormat(
+        "xml",
+        "JUnit XML for CI systems: one testsuite per split, one testcase per case",
+        render_junit,
+        names=("junit", "xml"),
+        order=30,
+    )
+)

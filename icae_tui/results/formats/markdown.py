@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from icae_tui.results.formats.registry import ReportFormat, register_format
 from icae_tui.results.formats.summary import (
     SCORED,
     SCORED_LABEL,
@@ -233,3 +234,15 @@ def render_markdown(report: dict[str, Any]) -> str:
     sections = [_what(s), _headline(s), _claims_and_review(s), _build(s), _tiers(s),
                 _patterns(s), _verdicts(s), _rates(s), _turns(s), _failures(s)]  # fmt: skip
     return "\n\n".join("\n".join(sec) for sec in sections if sec) + "\n"
+
+
+register_format(
+    ReportFormat(
+        "md",
+        "for people: the headline score, tiers, patterns, failing cases",
+        render_markdown,
+        names=("md", "markdown"),
+        suffixes=("markdown",),
+        order=20,
+    )
+)

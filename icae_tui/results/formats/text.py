@@ -87,8 +87,3 @@ def xml_line(text: str, limit: int = LINE_LIMIT) -> str:
 def h(text: str, limit: int = LINE_LIMIT) -> str:
     """Untrusted text as HTML (and SVG) character data or an attribute value: one line."""
     return html.escape(one_line(text, limit), quote=True)
-
-
-def h_block(text: str, limit: int = BLOCK_LIMIT) -> str:
-    """Untrusted multi-line text as HTML for a <pre>."""
-    return html.escape(block(text, limit), quote=True)

@@ -47,8 +47,9 @@ from icae_tui.sandbox.docker.containers import (
 from icae_tui.sandbox.docker.disk import LayerWatch, full_bytes
 from icae_tui.sandbox.docker.engine import connect, engine_url
 from icae_tui.sandbox.docker.hostview import HostView, process_state
+from icae_tui.sandbox.docker.pool import SidePool
+from icae_tui.sandbox.docker.proof import kill_extras
 from icae_tui.sandbox.docker.relay import ChannelRelay
-from icae_tui.sandbox.docker.sides import SidePool, kill_extras
 from icae_tui.sandbox.tree import TarScanner, TreeBounds, TreeRead
 from icae_tui.util.aio import complete_despite_cancel
 
@@ -447,8 +448,10 @@ class DockerSandbox:
 
     def shell_argv(self, image: str, workdir: str) -> list[str]:
         """`docker run` of a throwaway container of `image` with a shell, no network,
-        removed on exit (against this engine)."""
-        host = str(self.docker.docker_host)
+        removed on exit (against this engine: `-H` the URL it was opened with, unless that
+        is the one the docker CLI takes anyway; aiodocker's own `docker_host` names a Unix
+        socket `unix://localhost`, which the CLI cannot use)."""
+        host = self._host or engine_url()
         target = ["-H", host] if host != engine_url() else []
         return ["docker", *target, "run", "--rm", "-it", "--network", "none",
                 "--hostname", "sandbox", "-w", workdir, image, "bash", "-l"]  # fmt: skip

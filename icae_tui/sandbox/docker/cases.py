@@ -1,4 +1,4 @@
-"""One case on one side, in a fresh box from the side's pool (`sides.py`): fixtures, `prep`,
+"""One case on one side, in a fresh box from the side's pool (`pool.py`): fixtures, `prep`,
 a snapshot, the case under its timeout and output cap, then what it left — processes, the
 limits it hit, its box's death, a full disk — and its side effects.
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import aiodocker
 import aiohttp
@@ -26,7 +27,7 @@ import aiohttp
 from icae_tui.domain.outcome import SideOutcome
 from icae_tui.domain.results import BoxState, SideRun
 from icae_tui.errors import BoxError
-from icae_tui.sandbox.base import DISPLAY_CAP, CaseCall, ExecResult, prep_failure
+from icae_tui.sandbox.base import DISPLAY_CAP, CaseCall, ExecResult, Role, prep_failure
 from icae_tui.sandbox.docker.containers import Container, case_argv
 from icae_tui.sandbox.docker.disk import LayerWatch, full_bytes
 from icae_tui.sandbox.docker.hostview import ENGINE_NOISE, HostView, State
@@ -38,12 +39,10 @@ from icae_tui.sandbox.docker.inbox import (
     fold_deletions,
     unpack,
 )
+from icae_tui.sandbox.docker.manifest import fallback_diff, fallback_snapshot
 from icae_tui.sandbox.docker.procs import let_dying_end
-from icae_tui.sandbox.docker.sides import (
+from icae_tui.sandbox.docker.proof import (
     Box,
-    SidePool,
-    fallback_diff,
-    fallback_snapshot,
     hold_still,
     host_effects,
     host_snapshot,
@@ -63,6 +62,35 @@ log = logging.getLogger(__name__)
 ENGINE_TROUBLE = (aiodocker.DockerError, aiohttp.ClientError, OSError, TimeoutError, BoxError)
 
 
+class Counts(Protocol):
+    """What a pool counts of the cases run here (`pool.py`'s `SideStats`)."""
+
+    supervised: int  # cases run by a box's supervisor
+    supervisor_lost: int  # cases its supervisor failed, run again by exec
+
+
+class Boxes(Protocol):
+    """What a case takes of its side's pool (`pool.py`'s `SidePool`, which runs its cases
+    here): a box to run on, given back with what the case left."""
+
+    docker: aiodocker.Docker
+    role: Role
+
+    @property
+    def stats(self) -> Counts: ...
+
+    async def take(self) -> Box: ...
+
+    async def release(
+        self,
+        box: Box,
+        *,
+        after: dict[str, Entry] | None,
+        result: ExecResult,
+        look: Look | None = None,
+    ) -> bool: ...
+
+
 def _text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")[:DISPLAY_CAP]
 
@@ -80,7 +108,7 @@ class _Aftermath:
     after: dict[str, Entry] | None = None  # the writable layer, when the box can be reused
 
 
-async def run_case(pool: SidePool, call: CaseCall) -> SideOutcome:
+async def run_case(pool: Boxes, call: CaseCall) -> SideOutcome:
     """The case on a box of `pool`; BoxError when the engine could not run or inspect it."""
     try:
         return await _run(pool, call)
@@ -90,7 +118,7 @@ async def run_case(pool: SidePool, call: CaseCall) -> SideOutcome:
         raise BoxError(f"{type(err).__name__}: {err}") from err
 
 
-async def _run(pool: SidePool, call: CaseCall) -> SideOutcome:
+async def _run(pool: Boxes, call: CaseCall) -> SideOutcome:
     box: Box = await pool.take()
     if box.inside is not None:
         return await _run_inside(pool, box, box.inside, call)
@@ -105,7 +133,7 @@ async def _run(pool: SidePool, call: CaseCall) -> SideOutcome:
         return await _run_host(pool, await pool.take(), call, supervised=False)
 
 
-async def _run_host(pool: SidePool, box: Box, call: CaseCall, *, supervised: bool) -> SideOutcome:
+async def _run_host(pool: Boxes, box: Box, call: CaseCall, *, supervised: bool) -> SideOutcome:
     """The case on a box seen from the host (or, without a view, by the engine's
     `/changes`), run by the box's supervisor when it has one and `supervised`."""
     workdir = call.workdir
@@ -179,7 +207,7 @@ async def _run_host(pool: SidePool, box: Box, call: CaseCall, *, supervised: boo
     return _outcome(res, seen, state, prep)
 
 
-async def _run_inside(pool: SidePool, box: Box, inside: Inside, call: CaseCall) -> SideOutcome:
+async def _run_inside(pool: Boxes, box: Box, inside: Inside, call: CaseCall) -> SideOutcome:
     """The case on a box our walker sees from inside: fixtures unpacked and the baseline
     walk taken in one exec, the case, then one look that stops what it left, walks, and
     empties the work directory (the box is reused if that look proves it untouched)."""

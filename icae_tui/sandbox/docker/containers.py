@@ -301,7 +301,7 @@ async def create_container(
     """A started container. `hardened` (all but image builds) drops every capability.
 
     `network` stays "none" for everything but installing agents into images ("bridge").
-    `keepalive` (a local engine only): the host folder of `sandbox.keepalive`; its static
+    `keepalive` (a local engine only): the host folder of `keepalive.py`; its static
     init and busybox `sleep` then run instead of the engine's init and the image's `sleep`.
     `keepalive_volume` (any engine): the same binaries from a volume of that engine
     (`sandbox.docker.inbox`), mounted read-only in the same place.
@@ -375,7 +375,7 @@ _guards: dict[tuple[str, str], DiskGuard] = {}
 
 
 async def disk_guard(docker: aiodocker.Docker) -> DiskGuard:
-    """How this engine's boxes are kept to their disk (sandbox/disk.py); found once."""
+    """How this engine's boxes are kept to their disk (disk.py); found once."""
     root = await local_data_root(docker)
     key = (str(docker.docker_host), str(root))
     if key not in _guards:

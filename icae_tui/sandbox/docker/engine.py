@@ -38,13 +38,6 @@ async def connect(timeout_s: float = 10.0, *, url: str | None = None) -> aiodock
     return docker
 
 
-def is_engine_error(err: BaseException) -> bool:
-    """Errors that mean the engine went away, as opposed to a failed command."""
-    import aiohttp
-
-    return isinstance(err, aiohttp.ClientConnectionError | ConnectionError | EngineUnavailable)
-
-
 async def local_data_root(docker: aiodocker.Docker) -> Path | None:
     """The engine's data root when its overlay2 layers are readable on this host (a local
     engine on a Unix socket); None for a remote engine or another storage driver."""

@@ -4,7 +4,7 @@ The engine's `/changes` costs ~0.3 s a call and says only which paths changed; a
 made by the image's own `python3` is the delivery's code judging itself. Instead, our own
 static tool (`sandbox/assets/icae-walk.c`, built here with `gcc -static`) runs in the box,
 from a read-only volume of the engine mounted at /dev/.icae beside the static init and
-busybox the box runs as its keepalive (`sandbox.keepalive`).
+busybox the box runs as its keepalive (`keepalive.py`).
 
 What it proves, and why a case cannot forge it:
 
@@ -252,7 +252,7 @@ async def _fill_volume(
 
 
 def _tar(files: dict[str, bytes], *, mode: int) -> bytes:
-    """Our binaries go in mode 0111: run, never read (see `sandbox.keepalive`)."""
+    """Our binaries go in mode 0111: run, never read (see `keepalive.py`)."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         for name, data in files.items():

@@ -30,9 +30,10 @@ from textual.widgets import Input, TextArea
 from textual.worker import Worker, WorkerState
 
 from icae_tui.catalog.loader import Catalog
+from icae_tui.display.feed import Deliver
 from icae_tui.display.handle import RunHandle, RunKind
 from icae_tui.display.replay import PacedReplay, Sleep
-from icae_tui.display.sources import Deliver, first_start
+from icae_tui.display.sources import first_start
 from icae_tui.display.view import RunView
 from icae_tui.domain.events import Event
 from icae_tui.domain.task import Task

@@ -54,6 +54,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 from textual.worker import Worker, WorkerState
 
+from icae_tui.agents.config import AgentKind
 from icae_tui.display.export import Exported, export_folder, export_run
 from icae_tui.display.handle import Outcome, RunHandle, RunKind
 from icae_tui.display.operator import (
@@ -94,7 +95,7 @@ from icae_tui.users.teachings import TeachingsError, teach
 
 FLUSH_S = 0.08
 RESULTS_TICKS = 6  # the flush timer's ticks between two draws of the results (0.48 s)
-SCRIPTED = "scripted:"  # agents that call no model
+SCRIPTED = AgentKind.SCRIPTED.prefix  # agents that call no model
 RUN_GROUP = "icae-run"
 EXPORT_SUBFOLDER = "export"  # in the run's artifacts, when the export folder is not writable
 GAP = "   "  # between two parts of the header
