@@ -64,9 +64,16 @@ async def test_kill_9_mid_run_then_reap(tmp_path):
             "a killed run's container is still there before reaping"
         )
         report = await reap(docker)
-        # Every start of a run sweeps too: a run of another test worker may have taken (or be
-        # taking) the dead run's container first. Gone it must be, whoever removed it.
-        await eventually(lambda: _gone(docker, label), what="the dead run's container to go")
+
+        async def swept_and_gone() -> bool:
+            # Every start of a run sweeps too: a run of another test worker may have taken (or
+            # be taking) the dead run's container first; and a create the killed run had in
+            # flight may land after a sweep. Gone it must be after sweeping, whoever removed it.
+            await reap(docker)
+            return await _gone(docker, label)
+
+        await eventually(swept_and_gone, what="the dead run's container to go", timeout=60,
+                         interval=0.5)  # fmt: skip
         assert report.kept >= 1  # the foreign container at least: its owner (we) is alive
         assert [c.id for c in await _containers(docker, "icae.run=someone-else")] == [foreign.id]
         await plain.show()  # still there: not ours
