@@ -7,10 +7,9 @@ sanitizes (whether the adapter overrides BaseRepoAdapter.sanitize_stdout, which 
 of the output before CLI-Tool-Bench compares it). Anything the fuzzer prints goes to stderr.
 """
 
-FUZZ_MAIN = r"""
-import importlib.util, inspect, json, os, random, sys, types
-
-seed, start = int(sys.argv[1]), sys.argv[2]
+# Both programs' shared part: stdout kept for the answer (what the adapter prints goes to
+# stderr), the tree's modules importable, DiffTestEngine stubbed, start.py's one adapter made.
+LOAD_ADAPTER = r"""
 out = os.fdopen(os.dup(1), "w", encoding="utf-8")
 os.dup2(2, 1)
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(start)))))
@@ -21,7 +20,6 @@ class DiffTestEngine:
         raise RuntimeError("DiffTestEngine does not run here")
 stub.DiffTestEngine = DiffTestEngine
 sys.modules["DiffTestEngine"] = stub
-random.seed(seed)
 spec = importlib.util.spec_from_file_location("ctb_start", start)
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
@@ -32,7 +30,14 @@ found = [v for v in vars(module).values() if inspect.isclass(v)
 if len(found) != 1:
     raise SystemExit(f"start.py defines {len(found)} adapters, not one")
 adapter = found[0]()
-class Result:
+"""
+
+FUZZ_MAIN = r"""
+import importlib.util, inspect, json, os, random, sys, types
+
+seed, start = int(sys.argv[1]), sys.argv[2]
+random.seed(seed)  # before start.py is imported: its import may draw
+""" + LOAD_ADAPTER + r"""class Result:
     exit_code = 0
     output = b""
 class Recorder:
@@ -66,27 +71,7 @@ import importlib.util, inspect, json, os, sys, types
 here = os.path.dirname(os.path.abspath(__file__))
 start = os.path.join(here, sys.argv[1])
 texts = json.load(sys.stdin)
-out = os.fdopen(os.dup(1), "w", encoding="utf-8")
-os.dup2(2, 1)
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(start)))))
-sys.path.insert(0, os.path.dirname(start))
-stub = types.ModuleType("DiffTestEngine")
-class DiffTestEngine:
-    def __init__(self, *args, **kwargs):
-        raise RuntimeError("DiffTestEngine does not run here")
-stub.DiffTestEngine = DiffTestEngine
-sys.modules["DiffTestEngine"] = stub
-spec = importlib.util.spec_from_file_location("ctb_start", start)
-module = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(module)
-import BaseRepoAdapter as base
-found = [v for v in vars(module).values() if inspect.isclass(v)
-         and issubclass(v, base.BaseRepoAdapter) and v is not base.BaseRepoAdapter
-         and not inspect.isabstract(v)]
-if len(found) != 1:
-    raise SystemExit(f"start.py defines {len(found)} adapters, not one")
-adapter = found[0]()
-mask = getattr(adapter, "sanitize_stdout", None) or (lambda text: text)
+""" + LOAD_ADAPTER + r"""mask = getattr(adapter, "sanitize_stdout", None) or (lambda text: text)
 json.dump([mask(t) for t in texts], out, ensure_ascii=False)
 out.close()
 """
